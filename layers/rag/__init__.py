@@ -1,0 +1,1 @@
+"""Meeting RAG: the shared library every Lambda imports (built into the layer)."""

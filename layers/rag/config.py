@@ -1,0 +1,91 @@
+"""One settings object for every entry point (Lambda handlers, the CLI, tests).
+
+Values come from environment variables (prefix ``RAG_``; ``DATABASE_URL`` as is).
+The defaults need no AWS account and no API key: the embedded PostgreSQL, moto, and
+the local embedding model.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+from pydantic import AliasChoices, Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+EmbeddingProvider = Literal["local", "openai", "bedrock"]
+
+# Model, dimension and input limit (tokens) of each provider's default model.
+DEFAULT_MODELS: dict[str, tuple[str, int]] = {
+    "local": ("all-MiniLM-L6-v2", 384),
+    "openai": ("text-embedding-3-small", 1536),
+    "bedrock": ("amazon.titan-embed-text-v2:0", 1024),
+}
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="RAG_", extra="ignore")
+
+    # --- database -------------------------------------------------------------
+    database_url: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("DATABASE_URL", "RAG_DATABASE_URL"),
+        description="Any PostgreSQL with pgvector; unset means the embedded server.",
+    )
+    database_secret_arn: str | None = Field(
+        default=None, description="Secrets Manager secret with host/port/username/password (AWS)."
+    )
+    migrations_dir: Path = REPO_ROOT / "sql"
+
+    # --- tenancy --------------------------------------------------------------
+    default_tenant: str = "default"
+
+    # --- embeddings -----------------------------------------------------------
+    embedding_provider: EmbeddingProvider = "local"
+    embedding_model: str | None = None
+    embedding_dimension: int | None = None
+    embedding_batch_size: int = Field(default=64, ge=1, le=2048)
+    embedding_max_retries: int = Field(default=6, ge=0)
+    openai_base_url: str | None = Field(
+        default=None, validation_alias=AliasChoices("OPENAI_BASE_URL", "RAG_OPENAI_BASE_URL")
+    )
+    openai_api_key_secret: str | None = Field(
+        default=None, description="Secrets Manager name of the OpenAI key (AWS)."
+    )
+    bedrock_region: str | None = None
+
+    # --- chunking -------------------------------------------------------------
+    chunk_tokens: int = Field(default=512, ge=16)
+    chunk_overlap_tokens: int = Field(default=50, ge=0)
+
+    # --- AWS endpoints (moto locally) -----------------------------------------
+    aws_endpoint_url: str | None = Field(
+        default=None, validation_alias=AliasChoices("AWS_ENDPOINT_URL", "RAG_AWS_ENDPOINT_URL")
+    )
+    aws_region: str = Field(
+        default="us-east-1", validation_alias=AliasChoices("AWS_REGION", "AWS_DEFAULT_REGION", "RAG_AWS_REGION")
+    )
+
+    # --- local services (rag up) ----------------------------------------------
+    local_dir: Path = Path(".local")
+    local_pg_port: int = 54329
+    local_moto_port: int = 5059
+    local_bucket: str = "rag-documents"
+    local_queue: str = "rag-ingest"
+
+    @property
+    def resolved_embedding_model(self) -> str:
+        return self.embedding_model or DEFAULT_MODELS[self.embedding_provider][0]
+
+    @property
+    def resolved_embedding_dimension(self) -> int:
+        return self.embedding_dimension or DEFAULT_MODELS[self.embedding_provider][1]
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    """The process-wide settings (read once per warm Lambda)."""
+    return Settings()
