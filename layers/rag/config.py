@@ -77,6 +77,11 @@ class Settings(BaseSettings):
     local_queue: str = "rag-ingest"
 
     @property
+    def embedding_model_id(self) -> str:
+        """What rows record: ``provider/model``."""
+        return f"{self.embedding_provider}/{self.resolved_embedding_model}"
+
+    @property
     def resolved_embedding_model(self) -> str:
         return self.embedding_model or DEFAULT_MODELS[self.embedding_provider][0]
 

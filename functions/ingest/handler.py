@@ -1,0 +1,68 @@
+"""Ingest Lambda: S3 object changes (via SQS, plain S3 or EventBridge) -> rows in PostgreSQL.
+
+Thin by design: event parsing is Powertools', the work is ``rag.ingest``.
+SQS batches report partial failures, so one bad message never re-runs the good ones.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
+from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from rag.config import get_settings
+from rag.events import ObjectChange, changes_from_event, changes_from_sqs_body, event_shape
+from rag.ingest import Ingestor, build_ingestor
+
+logger = Logger(service="ingest")
+tracer = Tracer(service="ingest")
+metrics = Metrics(namespace="MeetingRag", service="ingest")
+processor = BatchProcessor(event_type=EventType.SQS)
+
+
+def apply_change(ingestor: Ingestor, change: ObjectChange) -> None:
+    with logger.append_context_keys(s3_key=change.key, bucket=change.bucket, action=change.action):
+        try:
+            result = ingestor.apply(change)
+        except Exception:
+            metrics.add_metric(name="IngestErrors", unit=MetricUnit.Count, value=1)
+            logger.exception("ingest failed; the message will be retried")
+            raise
+        metrics.add_metric(name="IngestLatency", unit=MetricUnit.Milliseconds, value=result.seconds * 1000)
+        if result.outcome == "ingested":
+            metrics.add_metric(name="DocumentsIngested", unit=MetricUnit.Count, value=1)
+            metrics.add_metric(name="ChunksWritten", unit=MetricUnit.Count, value=result.chunks)
+            logger.info("ingested", extra={"document_id": result.document_id, "chunks": result.chunks})
+        elif result.outcome == "failed":
+            metrics.add_metric(name="DocumentsFailed", unit=MetricUnit.Count, value=1)
+            logger.error("file could not be parsed; recorded as failed", extra={"error": result.error})
+        elif result.outcome == "rejected":
+            metrics.add_metric(name="ObjectsRejected", unit=MetricUnit.Count, value=1)
+            logger.error("object key rejected", extra={"error": result.error})
+        else:
+            logger.info(result.outcome, extra={"document_id": result.document_id, "detail": result.error})
+
+
+@tracer.capture_method
+def record_handler(record: SQSRecord) -> None:
+    ingestor = build_ingestor(get_settings())
+    for change in changes_from_sqs_body(record.body):
+        apply_change(ingestor, change)
+
+
+@logger.inject_lambda_context(clear_state=True)
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    # Connect before touching any record: a database that is down fails the whole batch
+    # (every message is retried), rather than marking each record failed one by one.
+    ingestor = build_ingestor(get_settings())
+    if event_shape(event) == "sqs":
+        return process_partial_response(event=event, record_handler=record_handler, processor=processor, context=context)
+    for change in changes_from_event(event):
+        apply_change(ingestor, change)
+    return {"batchItemFailures": []}

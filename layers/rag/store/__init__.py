@@ -1,0 +1,1 @@
+"""PostgreSQL + pgvector: connections, migrations and the repositories."""

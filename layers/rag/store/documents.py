@@ -1,0 +1,196 @@
+"""The documents repository: one document and all its chunks are written in one transaction."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import date
+from typing import TYPE_CHECKING, Any
+from uuid import UUID
+
+if TYPE_CHECKING:
+    import psycopg
+
+    from rag.parsing.model import Chunk, ParsedDocument
+
+# Column order of the COPY into chunks; CHUNK_COPY_TYPES names their types for binary COPY.
+CHUNK_COPY_COLUMNS = (
+    "document_id", "tenant_id", "project_id", "chunk_index", "content", "token_count",
+    "start_char", "end_char", "start_turn", "end_turn", "speakers", "start_time", "end_time",
+    "heading_path", "embedding", "embedding_model",
+)  # fmt: skip
+CHUNK_COPY_TYPES = (
+    "uuid", "text", "text", "int4", "text", "int4",
+    "int4", "int4", "int4", "int4", "text[]", "float8", "float8",
+    "text[]", "vector", "text",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class SourceObject:
+    """Where a document came from and who owns it."""
+
+    tenant_id: str
+    project_id: str
+    bucket: str
+    key: str
+    version_id: str | None = None
+    etag: str | None = None
+    content_sha256: str | None = None
+
+
+@dataclass(frozen=True)
+class StoredDocument:
+    id: UUID
+    tenant_id: str
+    project_id: str
+    content_sha256: str | None
+    status: str
+    embedding_model: str | None
+    chunk_count: int
+
+
+@dataclass(frozen=True)
+class DocumentFields:
+    """Descriptive fields that come from S3 metadata or the parser."""
+
+    title: str | None = None
+    meeting_date: date | None = None
+    participants: list[str] = field(default_factory=list)
+
+
+def find_by_key(conn: psycopg.Connection, bucket: str, key: str) -> StoredDocument | None:
+    row = conn.execute(
+        """SELECT id, tenant_id, project_id, content_sha256, status, embedding_model, chunk_count
+           FROM documents WHERE bucket = %s AND object_key = %s""",
+        (bucket, key),
+    ).fetchone()
+    return StoredDocument(*row) if row else None
+
+
+def touch_version(conn: psycopg.Connection, document_id: UUID, source: SourceObject) -> None:
+    """Same content under a new S3 version: record the version, keep every row."""
+    conn.execute(
+        "UPDATE documents SET s3_version_id = %s, etag = %s, updated_at = now() WHERE id = %s",
+        (source.version_id, source.etag, document_id),
+    )
+
+
+def replace_document(
+    conn: psycopg.Connection,
+    source: SourceObject,
+    fields: DocumentFields,
+    parsed: ParsedDocument,
+    chunks: Sequence[Chunk],
+    vectors: Sequence[Sequence[float]],
+    model_id: str,
+) -> UUID:
+    """Insert or replace the document and all its chunks atomically (binary COPY)."""
+    if len(chunks) != len(vectors):
+        raise ValueError(f"expected one vector per chunk, got {len(vectors)} for {len(chunks)} chunks")
+    with conn.transaction():
+        document_id = _upsert_document(
+            conn,
+            source,
+            {
+                "kind": parsed.kind,
+                "format": parsed.format,
+                "title": fields.title,
+                "meeting_date": fields.meeting_date,
+                "participants": fields.participants,
+                "body": parsed.text,
+                "turns": _turns_json(parsed),
+                "status": "raw_ingested",
+                "embedding_model": model_id,
+                "chunk_count": len(chunks),
+                "error": None,
+            },
+        )
+        conn.execute("DELETE FROM chunks WHERE document_id = %s", (document_id,))
+        copy_chunks(conn, document_id, source, chunks, vectors, model_id)
+    return document_id
+
+
+def copy_chunks(
+    conn: psycopg.Connection,
+    document_id: UUID,
+    source: SourceObject,
+    chunks: Sequence[Chunk],
+    vectors: Sequence[Sequence[float]],
+    model_id: str,
+) -> None:
+    """Binary COPY of chunk rows (the fastest bulk path psycopg offers)."""
+    from pgvector import Vector
+
+    columns = ", ".join(CHUNK_COPY_COLUMNS)
+    with conn.cursor() as cur, cur.copy(f"COPY chunks ({columns}) FROM STDIN WITH (FORMAT BINARY)") as copy:
+        copy.set_types(CHUNK_COPY_TYPES)
+        for chunk, vector in zip(chunks, vectors):
+            copy.write_row(
+                (
+                    document_id, source.tenant_id, source.project_id, chunk.index, chunk.text, chunk.token_count,
+                    chunk.start_char, chunk.end_char, chunk.start_turn, chunk.end_turn, list(chunk.speakers),
+                    chunk.start_time, chunk.end_time, list(chunk.heading_path), Vector(list(vector)), model_id,
+                )
+            )  # fmt: skip
+
+
+def record_failure(conn: psycopg.Connection, source: SourceObject, fields: DocumentFields, error: str) -> UUID:
+    """Keep an unparseable file visible as a ``failed`` document with its error (its old chunks go)."""
+    with conn.transaction():
+        document_id = _upsert_document(
+            conn,
+            source,
+            {
+                "kind": None,
+                "format": None,
+                "title": fields.title,
+                "meeting_date": fields.meeting_date,
+                "participants": fields.participants,
+                "body": None,
+                "turns": None,
+                "status": "failed",
+                "embedding_model": None,
+                "chunk_count": 0,
+                "error": error,
+            },
+        )
+        conn.execute("DELETE FROM chunks WHERE document_id = %s", (document_id,))
+    return document_id
+
+
+def delete_by_key(conn: psycopg.Connection, bucket: str, key: str) -> UUID | None:
+    """Delete the object's document; its chunks go with it (ON DELETE CASCADE)."""
+    row = conn.execute("DELETE FROM documents WHERE bucket = %s AND object_key = %s RETURNING id", (bucket, key)).fetchone()
+    return row[0] if row else None
+
+
+def _upsert_document(conn: psycopg.Connection, source: SourceObject, values: dict[str, Any]) -> UUID:
+    columns = {
+        "tenant_id": source.tenant_id,
+        "project_id": source.project_id,
+        "bucket": source.bucket,
+        "object_key": source.key,
+        "s3_version_id": source.version_id,
+        "etag": source.etag,
+        "content_sha256": source.content_sha256,
+        **values,
+    }
+    names = ", ".join(columns)
+    placeholders = ", ".join(f"%({name})s" for name in columns)
+    updates = ", ".join(f"{name} = EXCLUDED.{name}" for name in columns if name not in ("bucket", "object_key"))
+    row = conn.execute(
+        f"""INSERT INTO documents ({names}) VALUES ({placeholders})
+            ON CONFLICT (bucket, object_key) DO UPDATE SET {updates}, updated_at = now()
+            RETURNING id""",
+        columns,
+    ).fetchone()
+    assert row is not None
+    return row[0]
+
+
+def _turns_json(parsed: ParsedDocument) -> str | None:
+    if not parsed.turns:
+        return None
+    return json.dumps([[t.speaker, t.start_char, t.end_char, t.start_time, t.end_time] for t in parsed.turns])

@@ -1,0 +1,1 @@
+"""Local, account-free services and the ``rag`` CLI (never bundled into the Lambda layer)."""

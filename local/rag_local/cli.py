@@ -1,0 +1,316 @@
+"""``rag``: run the whole system locally on embedded defaults (no AWS account, no API key)."""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from rag.config import Settings, get_settings
+
+INGEST_SUFFIXES = {".txt", ".vtt", ".srt", ".json", ".md", ".markdown", ".text"}
+
+
+# --- process bookkeeping ------------------------------------------------------------
+
+
+def _run_dir(settings: Settings) -> Path:
+    path = settings.local_dir / "run"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _services_pid(settings: Settings) -> int | None:
+    pid_file = _run_dir(settings) / "services.pid"
+    if not pid_file.exists():
+        return None
+    pid = int(pid_file.read_text().strip() or 0)
+    try:
+        os.kill(pid, 0)
+    except (ProcessLookupError, ValueError):
+        return None
+    return pid
+
+
+def _uses_embedded_database(settings: Settings) -> bool:
+    return not settings.database_url and not settings.database_secret_arn
+
+
+def _use_local_aws(settings: Settings) -> Settings:
+    from rag_local.services import local_aws_environment
+
+    for name, value in local_aws_environment(settings).items():
+        os.environ.setdefault(name, value)
+    get_settings.cache_clear()
+    return get_settings()
+
+
+def _fail(message: str) -> int:
+    print(f"error: {message}", file=sys.stderr)
+    return 1
+
+
+# --- commands -----------------------------------------------------------------------
+
+
+def cmd_up(args: argparse.Namespace, settings: Settings) -> int:
+    from rag.store.connection import resolve_database_url
+    from rag.store.migrations import migrate_database
+    from rag_local import postgres
+
+    if _uses_embedded_database(settings):
+        started = postgres.start(settings.local_dir / "pgdata", settings.local_pg_port)
+        postgres.ensure_database(settings.local_pg_port, "rag")
+        print(f"PostgreSQL   {'started' if started else 'already running'} on 127.0.0.1:{settings.local_pg_port}")
+    applied = migrate_database(settings)
+    print(f"migrations   {', '.join(applied) if applied else 'up to date'}")
+
+    if _services_pid(settings) is None:
+        log_dir = settings.local_dir / "logs"
+        log_dir.mkdir(parents=True, exist_ok=True)
+        log_path = log_dir / "services.log"
+        log = open(log_path, "w")
+        process = subprocess.Popen(
+            [sys.executable, "-m", "rag_local.services"],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,  # keeps running after `rag up` returns
+            env={**os.environ, "POWERTOOLS_TRACE_DISABLED": "true", "POWERTOOLS_METRICS_NAMESPACE": "MeetingRag"},
+        )
+        (_run_dir(settings) / "services.pid").write_text(str(process.pid))
+        deadline = time.monotonic() + args.timeout
+        while "ready" not in log_path.read_text():
+            if process.poll() is not None or time.monotonic() > deadline:
+                print(log_path.read_text()[-3000:], file=sys.stderr)
+                return _fail(f"local services did not start; see {log_path}")
+            time.sleep(0.3)
+        print(f"services     started (pid {process.pid}, log {log_path})")
+    else:
+        print("services     already running")
+    print(f"database     {resolve_database_url(settings)}")
+    print(f"S3, SQS      {os.environ['AWS_ENDPOINT_URL']}  (moto; credentials 'testing')")
+    print(f"bucket       {settings.local_bucket}  (drop files under projects/<project_id>/...)")
+    print(f"queue        {settings.local_queue}  (+ DLQ {settings.local_queue}-dlq)")
+    return 0
+
+
+def cmd_down(args: argparse.Namespace, settings: Settings) -> int:
+    from rag_local import postgres
+
+    pid = _services_pid(settings)
+    if pid is not None:
+        os.kill(pid, signal.SIGTERM)
+        for _ in range(50):
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.1)
+        else:
+            os.kill(pid, signal.SIGKILL)
+        print(f"services     stopped (pid {pid})")
+    (_run_dir(settings) / "services.pid").unlink(missing_ok=True)
+    if _uses_embedded_database(settings):
+        stopped = postgres.stop(settings.local_dir / "pgdata")
+        print(f"PostgreSQL   {'stopped' if stopped else 'was not running'}")
+    return 0
+
+
+def cmd_migrate(args: argparse.Namespace, settings: Settings) -> int:
+    from rag.store.migrations import migrate_database
+
+    applied = migrate_database(settings)
+    print(f"applied: {', '.join(applied)}" if applied else "database is up to date")
+    return 0
+
+
+def _files_under(paths: list[str]) -> list[tuple[Path, str]]:
+    """(file, path relative to its argument's folder) for every ingestible file."""
+    found = []
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            for file in sorted(p for p in path.rglob("*") if p.is_file() and not p.name.startswith(".")):
+                found.append((file, file.relative_to(path).as_posix()))
+        elif path.is_file():
+            found.append((path, path.name))
+        else:
+            raise FileNotFoundError(f"{raw}: no such file or folder")
+    return found
+
+
+def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
+    from tqdm import tqdm
+
+    from rag.aws import s3_client
+    from rag.events import PROJECT_ID
+    from rag.store.connection import connect, resolve_database_url
+
+    if not PROJECT_ID.match(args.project):
+        return _fail(f"project id {args.project!r} must be 1-128 letters, digits, '.', '_' or '-'")
+    if _services_pid(settings) is None:
+        return _fail("local services are not running: run `rag up` first")
+    try:
+        files = _files_under(args.paths)
+    except FileNotFoundError as exc:
+        return _fail(str(exc))
+    if not files:
+        return _fail("no files to ingest")
+    s3 = s3_client(settings)
+    expected: dict[str, str] = {}
+    for file, relative in tqdm(files, desc="upload", unit="file", disable=args.quiet):
+        data = file.read_bytes()
+        key = f"projects/{args.project}/{relative}"
+        metadata = {"tenant": args.tenant} if args.tenant else {}
+        s3.put_object(Bucket=settings.local_bucket, Key=key, Body=data, Metadata=metadata)
+        expected[key] = hashlib.sha256(data).hexdigest()
+
+    done: dict[str, tuple[str, str | None]] = {}
+    deadline = time.monotonic() + args.timeout
+    with connect(resolve_database_url(settings)) as conn, tqdm(
+        total=len(expected), desc="ingest", unit="file", disable=args.quiet
+    ) as bar:
+        while len(done) < len(expected) and time.monotonic() < deadline:
+            rows = conn.execute(
+                "SELECT object_key, content_sha256, status, error FROM documents WHERE bucket = %s AND object_key = ANY(%s)",
+                (settings.local_bucket, [k for k in expected if k not in done]),
+            ).fetchall()
+            for key, sha, status, error in rows:
+                if sha == expected[key]:
+                    done[key] = (status, error)
+                    bar.update(1)
+            if _services_pid(settings) is None:
+                return _fail("the local worker stopped; see .local/logs/services.log")
+            time.sleep(0.3)
+    failed = {k: v for k, v in done.items() if v[0] == "failed"}
+    missing = [k for k in expected if k not in done]
+    for key, (_, error) in failed.items():
+        print(f"FAILED   {key}: {error}", file=sys.stderr)
+    for key in missing:
+        print(f"TIMEOUT  {key}: not processed within {args.timeout} s (see `rag status`)", file=sys.stderr)
+    print(f"{len(done) - len(failed)} ingested, {len(failed)} failed, {len(missing)} not processed")
+    return 1 if failed or missing else 0
+
+
+def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
+    from rag.store.connection import connect, resolve_database_url
+    from rag.store.status import pipeline_status
+
+    with connect(resolve_database_url(settings)) as conn:
+        status = pipeline_status(conn)
+    print("documents by status:")
+    if not status.counts:
+        print("  (none)")
+    for (project, state), count in sorted(status.counts.items()):
+        print(f"  {project:<24} {state:<14} {count:>6}")
+    print(f"chunks: {status.chunks}")
+    if status.failures:
+        print("failures:")
+        for failure in status.failures:
+            print(f"  {failure.source_uri}\n    {failure.error}")
+    if _services_pid(settings) is not None:
+        from rag.aws import sqs_client
+
+        sqs = sqs_client(settings)
+        for name in (settings.local_queue, f"{settings.local_queue}-dlq"):
+            url = sqs.get_queue_url(QueueName=name)["QueueUrl"]
+            attrs = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]
+            print(
+                f"queue {name}: {attrs['ApproximateNumberOfMessages']} waiting, "
+                f"{attrs['ApproximateNumberOfMessagesNotVisible']} in flight"
+            )
+    return 0
+
+
+def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
+    from rag.embedding import get_embedder
+    from rag.search.semantic import semantic_search
+    from rag.store.connection import connect, resolve_database_url
+
+    with connect(resolve_database_url(settings)) as conn:
+        hits = semantic_search(
+            conn,
+            get_embedder(settings),
+            tenant_id=args.tenant or settings.default_tenant,
+            query=args.question,
+            project_ids=[args.project] if args.project else None,
+            top_k=args.top_k,
+        )
+    if not hits:
+        print("no results")
+        return 0
+    for rank, hit in enumerate(hits, 1):
+        turns = f"turns {hit.start_turn}-{hit.end_turn}" if hit.start_turn is not None else f"chars {hit.start_char}-{hit.end_char}"
+        snippet = " ".join(hit.content.split())[:160]
+        print(f"{rank:>2}. {hit.similarity:.3f}  {hit.source_uri}  ({turns})\n    {snippet}")
+    return 0
+
+
+# --- parser -------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="rag",
+        description="Meeting RAG on your machine: embedded PostgreSQL + pgvector, moto S3/SQS, the local model.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    up = sub.add_parser("up", help="start PostgreSQL, S3, SQS and the queue worker in the background")
+    up.add_argument("--timeout", type=float, default=120, help="seconds to wait for the services (default 120)")
+    up.set_defaults(func=cmd_up)
+
+    down = sub.add_parser("down", help="stop what `rag up` started")
+    down.set_defaults(func=cmd_down)
+
+    migrate = sub.add_parser("migrate", help="apply the SQL migrations of sql/ (a no-op when up to date)")
+    migrate.set_defaults(func=cmd_migrate)
+
+    ingest = sub.add_parser(
+        "ingest",
+        help="upload files or folders through S3 -> SQS -> the ingest handler and wait for the result",
+        description="Uploads each file to projects/<project>/<path> in the local bucket, then waits until every "
+        "file is ingested or failed. Exit status 1 if any failed.",
+    )
+    ingest.add_argument("paths", nargs="+", metavar="PATH", help="files or folders (folders are walked)")
+    ingest.add_argument("--project", required=True, help="project id (the key's projects/<project>/ prefix)")
+    ingest.add_argument("--tenant", help="tenant (S3 metadata 'tenant'); default: the configured default tenant")
+    ingest.add_argument("--timeout", type=float, default=900, help="seconds to wait for processing (default 900)")
+    ingest.add_argument("--quiet", action="store_true", help="no progress bars")
+    ingest.set_defaults(func=cmd_ingest)
+
+    status = sub.add_parser("status", help="documents by status, failures with their errors, queue depths")
+    status.set_defaults(func=cmd_status)
+
+    search = sub.add_parser("search", help="semantic search from the terminal")
+    search.add_argument("question")
+    search.add_argument("--project", help="limit to one project")
+    search.add_argument("--tenant", help="tenant to search (default: the configured default tenant)")
+    search.add_argument("--top-k", type=int, default=5, help="number of results (default 5)")
+    search.set_defaults(func=cmd_search)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    settings = _use_local_aws(get_settings())
+    try:
+        return args.func(args, settings)
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:  # the CLI's last line of defence: a readable message, not a traceback
+        import psycopg
+
+        if isinstance(exc, psycopg.OperationalError):
+            return _fail(f"cannot reach the database ({exc}); is it running? try `rag up`")
+        raise
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,77 @@
+"""Delivers SQS messages to the ingest handler exactly as Lambda's SQS event source does.
+
+Same batch shape (``{"Records": [...]}`` with ``eventSource: aws:sqs``), and only the
+messages the handler did not report in ``batchItemFailures`` are deleted; the others
+come back after the visibility timeout and land in the DLQ after maxReceiveCount.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from rag_local.lambdas import LocalContext
+
+logger = logging.getLogger("rag.worker")
+
+Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
+
+
+def sqs_lambda_record(message: dict[str, Any], queue_arn: str, region: str) -> dict[str, Any]:
+    """One SQS message as Lambda's SQS event source presents it."""
+    return {
+        "messageId": message["MessageId"],
+        "receiptHandle": message["ReceiptHandle"],
+        "body": message["Body"],
+        "attributes": message.get("Attributes", {}),
+        "messageAttributes": message.get("MessageAttributes", {}),
+        "md5OfBody": message.get("MD5OfBody", ""),
+        "eventSource": "aws:sqs",
+        "eventSourceARN": queue_arn,
+        "awsRegion": region,
+    }
+
+
+def poll_once(sqs: Any, queue_url: str, queue_arn: str, handler: Handler, *, wait_seconds: int = 1) -> int:
+    """Receive up to 10 messages, run the handler on them as one batch; return how many."""
+    response = sqs.receive_message(
+        QueueUrl=queue_url,
+        MaxNumberOfMessages=10,
+        WaitTimeSeconds=wait_seconds,
+        AttributeNames=["All"],
+        MessageAttributeNames=["All"],
+    )
+    messages = response.get("Messages", [])
+    if not messages:
+        return 0
+    region = queue_arn.split(":")[3]
+    event = {"Records": [sqs_lambda_record(m, queue_arn, region) for m in messages]}
+    try:
+        result = handler(event, LocalContext(function_name="ingest"))
+    except Exception:
+        # As in Lambda: an invocation error leaves the whole batch for redelivery.
+        logger.exception("ingest handler failed the whole batch of %d messages", len(messages))
+        return len(messages)
+    failed = {item["itemIdentifier"] for item in (result or {}).get("batchItemFailures", [])}
+    done = [
+        {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]}
+        for i, m in enumerate(messages)
+        if m["MessageId"] not in failed
+    ]
+    if done:
+        sqs.delete_message_batch(QueueUrl=queue_url, Entries=done)
+    if failed:
+        logger.warning("%d of %d messages failed and will be retried", len(failed), len(messages))
+    return len(messages)
+
+
+def run(sqs: Any, queue_url: str, queue_arn: str, handler: Handler, stop: threading.Event) -> None:
+    """Poll until ``stop`` is set."""
+    while not stop.is_set():
+        try:
+            poll_once(sqs, queue_url, queue_arn, handler, wait_seconds=1)
+        except Exception:
+            logger.exception("polling the queue failed; retrying in 2 s")
+            stop.wait(2)

@@ -1,0 +1,102 @@
+"""Shared fixtures: a real PostgreSQL + pgvector with a fresh database per test session.
+
+``DATABASE_URL`` selects any server with pgvector; otherwise the embedded server of
+``rag up`` is used (started here when it is not running, and stopped again after).
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
+os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
+os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
+os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
+os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "MeetingRagTest")
+os.environ.pop("AWS_ENDPOINT_URL", None)  # tests talk to moto in-process, never to a running `rag up`
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def _server_url_and_cleanup() -> tuple[str, bool]:
+    from rag.config import Settings
+
+    settings = Settings()
+    if settings.database_url:
+        return settings.database_url, False
+    from rag_local import postgres
+
+    pgdata = (REPO_ROOT / settings.local_dir / "pgdata").resolve()
+    started = postgres.start(pgdata, settings.local_pg_port)
+    return postgres.server_url(settings.local_pg_port), started
+
+
+@pytest.fixture(scope="session")
+def database_url() -> Iterator[str]:
+    """A fresh, migrated database on a real server, dropped at the end of the session."""
+    import psycopg
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    server_url, started = _server_url_and_cleanup()
+    name = f"rag_test_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(server_url, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    url = make_conninfo(server_url, dbname=name)
+    assert conninfo_to_dict(url)["dbname"] == name
+    previous = os.environ.get("DATABASE_URL")
+    os.environ["DATABASE_URL"] = url
+    _reset_settings()
+    from rag.config import get_settings
+    from rag.store.migrations import migrate_database
+
+    migrate_database(get_settings(), url)
+    yield url
+
+    from rag.store.connection import close_connection
+
+    close_connection()
+    if previous is None:
+        os.environ.pop("DATABASE_URL", None)
+    else:
+        os.environ["DATABASE_URL"] = previous
+    _reset_settings()
+    with psycopg.connect(server_url, autocommit=True) as admin:
+        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    if started:
+        from rag.config import Settings
+        from rag_local import postgres
+
+        postgres.stop((REPO_ROOT / Settings().local_dir / "pgdata").resolve())
+
+
+def _reset_settings() -> None:
+    from rag.config import get_settings
+
+    get_settings.cache_clear()
+
+
+@pytest.fixture
+def db(database_url: str) -> Iterator[object]:
+    """A connection to the session's database, emptied before each test."""
+    from rag.store.connection import connect
+
+    with connect(database_url) as conn:
+        conn.execute("TRUNCATE documents CASCADE")
+        yield conn
+
+
+@pytest.fixture(scope="session")
+def local_embedder() -> object:
+    """The real local model (loaded once per session: about 5 s)."""
+    from rag.config import Settings
+    from rag.embedding import get_embedder
+
+    embedder = get_embedder(Settings(embedding_provider="local"))
+    embedder.embed(["warm up"])
+    return embedder
