@@ -1,0 +1,228 @@
+"""The ingest Lambda end to end: real events, moto S3, real PostgreSQL, the real local model."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterator
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from rag_local.lambdas import LocalContext, load_handler_module
+
+from .events import eventbridge, load, s3_notification, sqs_batch
+
+BUCKET = "rag-test-bucket"
+KEY = "projects/acme/meetings/2026-11-02-battery.txt"
+
+TRANSCRIPT = "\n".join(
+    [
+        "Maya: We need to settle the battery question for the remote today.",
+        "Jonas: The prototype runs on two AAA cells and lasts about four months.",
+        "Priya: Testers asked for a rechargeable option with USB-C.",
+        "Ravi: A rechargeable pack adds two dollars forty per unit.",
+        "Maya: Decision: rechargeable battery on both models, backlight only on premium.",
+    ]
+)
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def s3(database_url: str) -> Iterator[object]:
+    with mock_aws():
+        client = boto3.client("s3", region_name="us-east-1")
+        client.create_bucket(Bucket=BUCKET)
+        client.put_bucket_versioning(Bucket=BUCKET, VersioningConfiguration={"Status": "Enabled"})
+        yield client
+
+
+@pytest.fixture
+def handler(s3, db, local_embedder):
+    from rag.aws import _client
+
+    _client.cache_clear()  # boto3 clients must be created inside mock_aws
+    return load_handler_module("ingest").lambda_handler
+
+
+def deliver(handler, *bodies: dict | str) -> dict:
+    """Deliver S3 notifications through an SQS batch, as Lambda's event source does."""
+    event = sqs_batch(*(b if isinstance(b, str) else json.dumps(b) for b in bodies))
+    return handler(event, LocalContext(function_name="ingest"))
+
+
+def rows(db) -> list[tuple]:
+    return db.execute(
+        """SELECT d.id, d.tenant_id, d.project_id, d.status, d.kind, c.id, c.chunk_index, c.content
+           FROM documents d LEFT JOIN chunks c ON c.document_id = d.id ORDER BY c.chunk_index"""
+    ).fetchall()
+
+
+def test_a_dropped_transcript_becomes_searchable_rows(s3, handler, db, local_embedder):
+    s3.put_object(Bucket=BUCKET, Key=KEY, Body=TRANSCRIPT.encode(), Metadata={"participants": "Maya, Jonas, Priya, Ravi"})
+
+    result = deliver(handler, s3_notification(BUCKET, KEY))
+
+    assert result == {"batchItemFailures": []}
+    doc = db.execute(
+        """SELECT tenant_id, project_id, status, kind, format, title, meeting_date::text, participants,
+                  source_uri, embedding_model, chunk_count, body, jsonb_array_length(turns)
+           FROM documents"""
+    ).fetchone()
+    assert doc[:7] == ("default", "acme", "raw_ingested", "transcript", "transcript-txt", "2026-11-02-battery", "2026-11-02")
+    assert doc[7] == ["Maya", "Jonas", "Priya", "Ravi"]
+    assert doc[8] == f"s3://{BUCKET}/{KEY}"
+    assert doc[9] == local_embedder.model_id
+    assert doc[12] == 5
+    chunks = db.execute(
+        "SELECT content, start_char, end_char, start_turn, end_turn, speakers, vector_dims(embedding) FROM chunks ORDER BY chunk_index"
+    ).fetchall()
+    assert len(chunks) == doc[10] >= 1
+    for content, start, end, _, _, _, dims in chunks:
+        assert doc[11][start:end] == content
+        assert dims == 384
+    assert chunks[0][3] == 0 and chunks[-1][4] == 4
+    assert chunks[0][5][0] == "Maya"
+
+
+def test_the_same_object_delivered_twice_leaves_the_same_rows(s3, handler, db):
+    s3.put_object(Bucket=BUCKET, Key=KEY, Body=TRANSCRIPT.encode())
+    deliver(handler, s3_notification(BUCKET, KEY))
+    first = rows(db)
+
+    deliver(handler, s3_notification(BUCKET, KEY), s3_notification(BUCKET, KEY))
+
+    assert rows(db) == first  # same chunk ids: nothing was rewritten
+
+
+def test_changed_content_replaces_the_rows_of_the_same_document(s3, handler, db):
+    s3.put_object(Bucket=BUCKET, Key=KEY, Body=TRANSCRIPT.encode())
+    deliver(handler, s3_notification(BUCKET, KEY))
+    (document_id,) = {row[0] for row in rows(db)}
+
+    s3.put_object(Bucket=BUCKET, Key=KEY, Body=b"Maya: Only one line now, about the new launch date.\nJonas: Agreed.")
+    deliver(handler, s3_notification(BUCKET, KEY))
+
+    after = rows(db)
+    assert {row[0] for row in after} == {document_id}
+    assert [row[7] for row in after] == ["Maya: Only one line now, about the new launch date.\nJonas: Agreed."]
+
+
+def test_a_deleted_object_removes_its_rows(s3, handler, db):
+    s3.put_object(Bucket=BUCKET, Key=KEY, Body=TRANSCRIPT.encode())
+    deliver(handler, s3_notification(BUCKET, KEY))
+    assert rows(db)
+
+    s3.delete_object(Bucket=BUCKET, Key=KEY)
+    deliver(handler, s3_notification(BUCKET, KEY, removed=True))
+
+    assert rows(db) == []
+    assert db.execute("SELECT count(*) FROM chunks").fetchone()[0] == 0
+
+
+def test_a_removed_event_for_a_key_that_exists_again_keeps_the_document(s3, handler, db):
+    s3.put_object(Bucket=BUCKET, Key=KEY, Body=TRANSCRIPT.encode())
+    deliver(handler, s3_notification(BUCKET, KEY))
+
+    deliver(handler, s3_notification(BUCKET, KEY, removed=True))  # stale: the object is still there
+
+    assert len({row[0] for row in rows(db)}) == 1
+
+
+def test_a_poison_message_fails_alone_and_the_rest_of_the_batch_is_committed(s3, handler, db):
+    good_key, binary_key = "projects/acme/good.txt", "projects/acme/photo.txt"
+    s3.put_object(Bucket=BUCKET, Key=good_key, Body=TRANSCRIPT.encode())
+    s3.put_object(Bucket=BUCKET, Key=binary_key, Body=b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00")
+    event = sqs_batch(
+        json.dumps(s3_notification(BUCKET, good_key)),
+        "{not json at all",
+        json.dumps(s3_notification(BUCKET, binary_key)),
+    )
+
+    result = handler(event, LocalContext())
+
+    poison_id = event["Records"][1]["messageId"]
+    assert result == {"batchItemFailures": [{"itemIdentifier": poison_id}]}
+    statuses = dict(db.execute("SELECT object_key, status FROM documents").fetchall())
+    assert statuses == {good_key: "raw_ingested", binary_key: "failed"}
+    error = db.execute("SELECT error FROM documents WHERE object_key = %s", (binary_key,)).fetchone()[0]
+    assert "binary" in error.lower()
+
+
+def test_s3_test_event_is_ignored(handler, db):
+    assert deliver(handler, load("s3_test_event.json")) == {"batchItemFailures": []}
+    assert rows(db) == []
+
+
+class JsonLines(logging.Handler):
+    """Collects what the Powertools logger writes, as the JSON objects CloudWatch would get."""
+
+    def __init__(self, formatter: logging.Formatter):
+        super().__init__()
+        self.setFormatter(formatter)
+        self.lines: list[dict] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(json.loads(self.format(record)))
+
+
+def test_keys_outside_projects_are_rejected_with_a_clear_log_line(s3, handler, db):
+    module = load_handler_module("ingest")
+    captured = JsonLines(module.logger.registered_formatter)
+    logging.getLogger(module.logger.name).addHandler(captured)
+    s3.put_object(Bucket=BUCKET, Key="inbox/notes.txt", Body=TRANSCRIPT.encode())
+    try:
+        result = deliver(handler, s3_notification(BUCKET, "inbox/notes.txt"))
+    finally:
+        logging.getLogger(module.logger.name).removeHandler(captured)
+
+    assert result == {"batchItemFailures": []}  # retrying cannot help: logged, not retried
+    assert rows(db) == []
+    lines = captured.lines
+    rejected = [line for line in lines if line.get("message") == "object key rejected"]
+    assert rejected and rejected[0]["s3_key"] == "inbox/notes.txt"
+    assert "projects/<project_id>" in rejected[0]["error"]
+
+
+def test_tenant_comes_from_metadata_and_project_from_the_key(s3, handler, db):
+    key = "projects/blue-team/2026/notes.txt"
+    s3.put_object(Bucket=BUCKET, Key=key, Body=TRANSCRIPT.encode(), Metadata={"tenant": "globex", "title": "Battery review"})
+    deliver(handler, s3_notification(BUCKET, key))
+    assert db.execute("SELECT tenant_id, project_id, title FROM documents").fetchone() == ("globex", "blue-team", "Battery review")
+    assert db.execute("SELECT DISTINCT tenant_id, project_id FROM chunks").fetchall() == [("globex", "blue-team")]
+
+
+def test_plain_s3_and_eventbridge_events_are_accepted(s3, handler, db):
+    s3.put_object(Bucket=BUCKET, Key=KEY, Body=TRANSCRIPT.encode())
+    handler(s3_notification(BUCKET, KEY), LocalContext())
+    assert len({row[0] for row in rows(db)}) == 1
+
+    s3.delete_object(Bucket=BUCKET, Key=KEY)
+    handler(eventbridge(BUCKET, KEY, deleted=True), LocalContext())
+    assert rows(db) == []
+
+    s3.put_object(Bucket=BUCKET, Key=KEY, Body=TRANSCRIPT.encode())
+    handler(eventbridge(BUCKET, KEY), LocalContext())
+    assert len({row[0] for row in rows(db)}) == 1
+
+
+def test_a_database_that_is_down_fails_the_whole_batch_with_nothing_written(s3, handler, db, monkeypatch):
+    import psycopg
+
+    from rag.config import get_settings
+    from rag.store.connection import close_connection
+
+    s3.put_object(Bucket=BUCKET, Key=KEY, Body=TRANSCRIPT.encode())
+    close_connection()
+    monkeypatch.setenv("DATABASE_URL", "postgresql://postgres@127.0.0.1:1/nowhere")
+    get_settings.cache_clear()
+    try:
+        with pytest.raises(psycopg.OperationalError):
+            deliver(handler, s3_notification(BUCKET, KEY))
+    finally:
+        close_connection()
+        monkeypatch.undo()
+        get_settings.cache_clear()
+    assert rows(db) == []

@@ -1,0 +1,117 @@
+"""The write path on precomputed vectors: one transaction per document, binary COPY."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import psycopg
+import pytest
+
+from rag.parsing.model import Chunk, ParsedDocument, Turn
+from rag.search.semantic import semantic_search
+from rag.store import documents as repo
+
+MODEL = "local/all-MiniLM-L6-v2"
+
+
+def unit(seed: int, dim: int = 384) -> list[float]:
+    rng = random.Random(seed)
+    values = [rng.gauss(0, 1) for _ in range(dim)]
+    norm = math.sqrt(sum(v * v for v in values))
+    return [v / norm for v in values]
+
+
+def transcript(n_turns: int) -> tuple[ParsedDocument, list[Chunk]]:
+    lines = [f"Speaker {i % 3}: line number {i} about topic {i // 4}" for i in range(n_turns)]
+    text = "\n".join(lines)
+    turns, offset = [], 0
+    for i, line in enumerate(lines):
+        turns.append(Turn(i, f"Speaker {i % 3}", line.split(": ", 1)[1], offset, offset + len(line)))
+        offset += len(line) + 1
+    chunks = [
+        Chunk(
+            index=j,
+            text=text[turns[a].start_char : turns[b].end_char],
+            start_char=turns[a].start_char,
+            end_char=turns[b].end_char,
+            token_count=10,
+            start_turn=a,
+            end_turn=b,
+            speakers=("Speaker 0", "Speaker 1"),
+        )
+        for j, (a, b) in enumerate((k, min(k + 3, n_turns - 1)) for k in range(0, n_turns, 4))
+    ]
+    return ParsedDocument(kind="transcript", format="transcript-txt", text=text, turns=turns), chunks
+
+
+def source(key: str = "projects/p1/m.txt", tenant: str = "t1") -> repo.SourceObject:
+    return repo.SourceObject(tenant_id=tenant, project_id="p1", bucket="b", key=key, content_sha256="abc")
+
+
+def test_replace_writes_document_and_chunks_that_slice_back(db):
+    parsed, chunks = transcript(12)
+    document_id = repo.replace_document(
+        db, source(), repo.DocumentFields(title="M"), parsed, chunks, [unit(i) for i in range(len(chunks))], MODEL
+    )
+    stored = db.execute(
+        "SELECT d.body, c.content, c.start_char, c.end_char, c.start_turn, c.end_turn, c.speakers, c.embedding_model "
+        "FROM chunks c JOIN documents d ON d.id = c.document_id WHERE d.id = %s ORDER BY c.chunk_index",
+        (document_id,),
+    ).fetchall()
+    assert len(stored) == 3
+    for body, content, start, end, *_ in stored:
+        assert body[start:end] == content
+    assert [(r[4], r[5]) for r in stored] == [(0, 3), (4, 7), (8, 11)]
+    assert stored[0][6] == ["Speaker 0", "Speaker 1"] and stored[0][7] == MODEL
+
+
+def test_a_failing_write_leaves_the_previous_version_untouched(db):
+    parsed, chunks = transcript(8)
+    document_id = repo.replace_document(db, source(), repo.DocumentFields(), parsed, chunks, [unit(1), unit(2)], MODEL)
+    before = db.execute("SELECT id, content FROM chunks ORDER BY id").fetchall()
+
+    bad = [Chunk(**{**chunks[0].__dict__, "start_char": -5})]  # violates the offsets CHECK mid-COPY
+    with pytest.raises(psycopg.errors.CheckViolation):
+        repo.replace_document(db, source(), repo.DocumentFields(), parsed, bad, [unit(3)], MODEL)
+
+    assert db.execute("SELECT id, content FROM chunks ORDER BY id").fetchall() == before
+    assert db.execute("SELECT chunk_count FROM documents WHERE id = %s", (document_id,)).fetchone() == (2,)
+
+
+def test_vector_count_must_match_chunks(db):
+    parsed, chunks = transcript(8)
+    with pytest.raises(ValueError, match="one vector per chunk"):
+        repo.replace_document(db, source(), repo.DocumentFields(), parsed, chunks, [unit(1)], MODEL)
+
+
+class FixedEmbedder:
+    """Stands in for a model: the query vector is given (the model itself is tested elsewhere)."""
+
+    model_id = MODEL
+    dimension = 384
+    max_input_tokens = 254
+
+    def __init__(self, vector: list[float]):
+        self.vector = vector
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.split())
+
+    def embed(self, texts):
+        return [self.vector for _ in texts]
+
+
+def test_search_never_crosses_tenants_or_models(db):
+    parsed, chunks = transcript(4)
+    vector = unit(7)
+    repo.replace_document(db, source("projects/p1/a.txt", "t1"), repo.DocumentFields(), parsed, chunks, [vector], MODEL)
+    repo.replace_document(db, source("projects/p1/b.txt", "t2"), repo.DocumentFields(), parsed, chunks, [vector], MODEL)
+    repo.replace_document(
+        db, source("projects/p1/c.txt", "t1"), repo.DocumentFields(), parsed, chunks, [vector], "other/model"
+    )
+
+    hits = semantic_search(db, FixedEmbedder(vector), tenant_id="t1", query="q", project_ids=["p1"], top_k=10)
+
+    assert [h.source_uri for h in hits] == ["s3://b/projects/p1/a.txt"]
+    assert hits[0].similarity == pytest.approx(1.0, abs=1e-5)
