@@ -121,8 +121,6 @@ def copy_chunks(
     model_id: str,
 ) -> None:
     """Binary COPY of chunk rows (the fastest bulk path psycopg offers)."""
-    from pgvector import Vector
-
     columns = ", ".join(CHUNK_COPY_COLUMNS)
     with conn.cursor() as cur, cur.copy(f"COPY chunks ({columns}) FROM STDIN WITH (FORMAT BINARY)") as copy:
         copy.set_types(CHUNK_COPY_TYPES)
@@ -131,7 +129,7 @@ def copy_chunks(
                 (
                     document_id, source.tenant_id, source.project_id, chunk.index, chunk.text, chunk.token_count,
                     chunk.start_char, chunk.end_char, chunk.start_turn, chunk.end_turn, list(chunk.speakers),
-                    chunk.start_time, chunk.end_time, list(chunk.heading_path), Vector(list(vector)), model_id,
+                    chunk.start_time, chunk.end_time, list(chunk.heading_path), _vector(vector), model_id,
                 )
             )  # fmt: skip
 
@@ -194,3 +192,12 @@ def _turns_json(parsed: ParsedDocument) -> str | None:
     if not parsed.turns:
         return None
     return json.dumps([[t.speaker, t.start_char, t.end_char, t.start_time, t.end_time] for t in parsed.turns])
+
+
+def _vector(values: Sequence[float]) -> Any:
+    """pgvector's binary dumper takes a Vector or an ndarray; embedders return lists."""
+    from pgvector import Vector
+
+    if isinstance(values, Vector) or hasattr(values, "ndim"):
+        return values
+    return Vector(list(values))

@@ -1,0 +1,55 @@
+"""The bulk path for large loads (first import, re-embedding): defer HNSW maintenance.
+
+Inserting into a table with an HNSW index pays index maintenance row by row (about
+700 rows/s at 384 dimensions on 2 cores). For a large load it is far cheaper to drop
+the model's index, COPY everything, and build the index once with parallel workers.
+The table is locked for writes and searches of that model while this runs: use it
+for imports, not for live traffic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from rag.store import documents as repo
+from rag.store.migrations import embedding_index_name, ensure_embedding_index
+
+if TYPE_CHECKING:
+    import psycopg
+
+    from rag.parsing.model import Chunk, ParsedDocument
+
+
+@dataclass(frozen=True)
+class DocumentLoad:
+    source: repo.SourceObject
+    fields: repo.DocumentFields
+    parsed: ParsedDocument
+    chunks: Sequence[Chunk]
+    vectors: Sequence[Sequence[float]]
+
+
+def bulk_load(
+    conn: psycopg.Connection,
+    loads: Iterable[DocumentLoad],
+    model_id: str,
+    dimension: int,
+    *,
+    maintenance_work_mem: str = "1GB",
+    parallel_workers: int = 2,
+) -> int:
+    """Write many documents in one transaction, rebuilding the model's index once. Returns chunks written."""
+    from psycopg import sql
+
+    written = 0
+    with conn.transaction():
+        conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(sql.Identifier(embedding_index_name("chunks", model_id, dimension))))
+        for load in loads:
+            repo.replace_document(conn, load.source, load.fields, load.parsed, load.chunks, load.vectors, model_id)
+            written += len(load.chunks)
+        conn.execute(sql.SQL("SET LOCAL maintenance_work_mem = {}").format(sql.Literal(maintenance_work_mem)))
+        conn.execute(sql.SQL("SET LOCAL max_parallel_maintenance_workers = {}").format(sql.Literal(parallel_workers)))
+        ensure_embedding_index(conn, "chunks", model_id, dimension)
+    return written
