@@ -9,6 +9,7 @@ for imports, not for live traffic.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -38,11 +39,14 @@ def bulk_load(
     dimension: int,
     *,
     maintenance_work_mem: str = "1GB",
-    parallel_workers: int = 2,
+    parallel_workers: int | None = None,
 ) -> int:
     """Write many documents in one transaction, rebuilding the model's index once. Returns chunks written."""
     from psycopg import sql
 
+    if parallel_workers is None:
+        # Leader + one worker per spare core: on 2 cores, 1 worker builds faster than 2 (measured).
+        parallel_workers = max(1, (os.cpu_count() or 2) - 1)
     written = 0
     with conn.transaction():
         conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(sql.Identifier(embedding_index_name("chunks", model_id, dimension))))

@@ -1,0 +1,47 @@
+"""Embedding providers behind one small interface (``Embedder``).
+
+Provider modules are imported lazily: importing ``rag.embedding`` must not pull in
+torch, sentence-transformers or openai (cold starts matter in Lambda).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rag.embedding.base import Embedder
+
+if TYPE_CHECKING:
+    from rag.config import Settings
+
+__all__ = ["Embedder", "get_embedder"]
+
+
+def get_embedder(settings: Settings | None = None) -> Embedder:
+    """The configured provider's embedder, created once per process and configuration."""
+    from rag.config import get_settings
+
+    settings = settings or get_settings()
+    key = (settings.embedding_provider, settings.resolved_embedding_model, settings.resolved_embedding_dimension)
+    if key not in _EMBEDDERS:
+        _EMBEDDERS[key] = _create(settings)
+    return _EMBEDDERS[key]
+
+
+_EMBEDDERS: dict[tuple[str, str, int], Embedder] = {}
+
+
+def _create(settings: Settings) -> Embedder:
+    provider = settings.embedding_provider
+    if provider == "local":
+        from rag.embedding.local import LocalEmbedder
+
+        return LocalEmbedder(settings)
+    if provider == "openai":
+        from rag.embedding.openai import OpenAIEmbedder
+
+        return OpenAIEmbedder(settings)
+    if provider == "bedrock":
+        from rag.embedding.bedrock import BedrockEmbedder
+
+        return BedrockEmbedder(settings)
+    raise ValueError(f"unknown embedding provider {provider!r}: expected local, openai or bedrock")

@@ -1,0 +1,94 @@
+"""OpenAI embeddings (``text-embedding-3-small`` by default) through the official SDK.
+
+Retries with exponential backoff on 429 and 5xx are the SDK's own (``max_retries``).
+The key comes from ``OPENAI_API_KEY`` locally or from Secrets Manager in AWS, never
+from plain configuration.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator, Sequence
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+from rag.embedding.tokens import count_cl100k
+from rag.errors import EmbeddingError
+
+if TYPE_CHECKING:
+    from rag.config import Settings
+
+NATIVE_DIMENSIONS = {"text-embedding-3-small": 1536, "text-embedding-3-large": 3072, "text-embedding-ada-002": 1536}
+MAX_TOKENS_PER_REQUEST = 250_000  # the API caps a request at 300k tokens; keep a margin
+
+
+class OpenAIEmbedder:
+    max_input_tokens = 8191
+
+    def __init__(self, settings: Settings):
+        self.settings = settings
+        self.model = settings.resolved_embedding_model
+        self.dimension = settings.resolved_embedding_dimension
+        self.model_id = f"openai/{self.model}"
+        self.batch_size = settings.embedding_batch_size
+
+    @cached_property
+    def _client(self) -> Any:
+        from openai import OpenAI
+
+        return OpenAI(
+            api_key=self._api_key(),
+            base_url=self.settings.openai_base_url,
+            max_retries=self.settings.embedding_max_retries,
+            timeout=60.0,
+        )
+
+    def _api_key(self) -> str:
+        if self.settings.openai_api_key_secret:
+            import boto3
+
+            client = boto3.client(
+                "secretsmanager", region_name=self.settings.aws_region, endpoint_url=self.settings.aws_endpoint_url
+            )
+            secret = client.get_secret_value(SecretId=self.settings.openai_api_key_secret)["SecretString"]
+            if secret.lstrip().startswith("{"):
+                return json.loads(secret)["api_key"]
+            return secret.strip()
+        key = os.environ.get("OPENAI_API_KEY")
+        if not key:
+            raise EmbeddingError("OpenAI embeddings need OPENAI_API_KEY (locally) or RAG_OPENAI_API_KEY_SECRET (AWS)")
+        return key
+
+    def count_tokens(self, text: str) -> int:
+        return count_cl100k(text)
+
+    def _batches(self, texts: Sequence[str]) -> Iterator[list[str]]:
+        batch: list[str] = []
+        tokens = 0
+        for text in texts:
+            n = self.count_tokens(text)
+            if batch and (len(batch) >= self.batch_size or tokens + n > MAX_TOKENS_PER_REQUEST):
+                yield batch
+                batch, tokens = [], 0
+            batch.append(text)
+            tokens += n
+        if batch:
+            yield batch
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        import openai
+
+        vectors: list[list[float]] = []
+        extra = {} if NATIVE_DIMENSIONS.get(self.model) == self.dimension else {"dimensions": self.dimension}
+        for batch in self._batches(texts):
+            try:
+                response = self._client.embeddings.create(model=self.model, input=batch, **extra)
+            except openai.APIStatusError as exc:
+                raise EmbeddingError(
+                    f"OpenAI embeddings ({self.model}) failed with HTTP {exc.status_code} after retries: {exc.message}"
+                ) from exc
+            except openai.APIConnectionError as exc:
+                raise EmbeddingError(f"OpenAI embeddings ({self.model}): cannot connect: {exc}") from exc
+            vectors.extend(item.embedding for item in sorted(response.data, key=lambda item: item.index))
+        return vectors
