@@ -46,8 +46,11 @@ def parse_document(data: bytes, filename: str) -> ParsedDocument:
             value = None
         if suffix == ".json" or looks_like_json_turns(value):
             return parse_json_turns(value, filename)
+    headings = has_headings(text)
+    if suffix in MARKDOWN_SUFFIXES and headings:
+        return parse_markdown(text, filename)  # a structured document, even if lines look like turns
     if looks_like_transcript(text):
         return parse_transcript_txt(text, filename)
-    if suffix in MARKDOWN_SUFFIXES or has_headings(text):
+    if suffix in MARKDOWN_SUFFIXES or headings:
         return parse_markdown(text, filename)
     return parse_plain_text(text, filename)

@@ -1,0 +1,87 @@
+"""An OpenAI-compatible embeddings server on 127.0.0.1, speaking the real wire format.
+
+Vectors are derived from the text (a hash-seeded unit vector), so they are
+deterministic. ``fail_next`` scripts status codes (429, 500) for the next requests.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import random
+import struct
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+def vector_for(text: str, dim: int) -> list[float]:
+    rng = random.Random(hashlib.sha256(text.encode()).digest())
+    values = [rng.gauss(0, 1) for _ in range(dim)]
+    norm = sum(v * v for v in values) ** 0.5
+    return [v / norm for v in values]
+
+
+class FakeOpenAI:
+    def __init__(self, dimension: int = 1536, shuffle: bool = False):
+        self.dimension = dimension
+        self.shuffle = shuffle
+        self.requests: list[dict[str, Any]] = []
+        self.fail_next: list[int] = []
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:  # keep test output clean
+                pass
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                fake.requests.append({"path": self.path, "auth": self.headers.get("Authorization"), "body": body})
+                if fake.fail_next:
+                    status = fake.fail_next.pop(0)
+                    payload = {"error": {"message": f"scripted {status}", "type": "rate_limit_exceeded" if status == 429 else "server_error"}}
+                    self._send(status, payload, {"retry-after-ms": "1"})
+                    return
+                if self.path != "/v1/embeddings":
+                    self._send(404, {"error": {"message": "not found"}})
+                    return
+                inputs = body["input"] if isinstance(body["input"], list) else [body["input"]]
+                dim = body.get("dimensions", fake.dimension)
+                data = []
+                for i, text in enumerate(inputs):
+                    vec = vector_for(text, dim)
+                    if body.get("encoding_format") == "base64":
+                        embedding: Any = base64.b64encode(struct.pack(f"<{dim}f", *vec)).decode()
+                    else:
+                        embedding = vec
+                    data.append({"object": "embedding", "index": i, "embedding": embedding})
+                if fake.shuffle:
+                    data.reverse()
+                tokens = sum(len(t.split()) for t in inputs)
+                self._send(200, {"object": "list", "data": data, "model": body["model"], "usage": {"prompt_tokens": tokens, "total_tokens": tokens}})
+
+            def _send(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
+                raw = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(raw)))
+                for name, value in (headers or {}).items():
+                    self.send_header(name, value)
+                self.end_headers()
+                self.wfile.write(raw)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def __enter__(self) -> FakeOpenAI:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.server.shutdown()
+        self.server.server_close()
