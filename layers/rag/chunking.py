@@ -1,12 +1,19 @@
 """ParsedDocument -> chunks sized in the embedding model's own tokens.
 
-- Transcripts: runs of whole turns, packed up to ``max_tokens``; consecutive chunks
-  share their trailing turns up to ``overlap_tokens``. Only a turn longer than a chunk
-  is split (at sentence, then word boundaries).
-- Documents: paragraphs packed within one section (a chunk never straddles a heading)
-  and carrying the section's heading path.
+- Transcripts: runs of whole turns (``text[turns[a].start_char:turns[b].end_char]``)
+  packed greedily up to ``max_tokens``; the next chunk starts with the trailing whole
+  turns of the previous one whose tokens add up to at most ``overlap_tokens``. Only a
+  single turn longer than ``max_tokens`` is split (at sentence, then word boundaries),
+  and its pieces have ``start_turn == end_turn``.
+- Documents: within one section (a chunk never straddles a heading) paragraphs are
+  packed the same way, an oversized paragraph as its sentences (then words); chunks
+  carry the section's heading path and are trimmed of surrounding whitespace.
 - Every chunk satisfies ``doc.text[start_char:end_char] == text`` and
-  ``count_tokens(text) <= max_tokens`` (checked on the final text, never estimated).
+  ``token_count == count_tokens(text) <= max_tokens``, counted on the final text.
+
+Tokens are counted once per turn or paragraph and added up to pack; each packed chunk
+is then counted once more (separators can add tokens) and shrunk if it is over.
+The overlap is capped at half a chunk: beyond that, chunks would be mostly repeats.
 """
 
 from __future__ import annotations
@@ -15,46 +22,198 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from rag.parsing.model import Chunk, ParsedDocument
+from rag.parsing.model import Chunk, ParsedDocument, Section
 
 CountTokens = Callable[[str], int]
 
-PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
-SENTENCE_END = re.compile(r"(?<=[.!?;])\s+")
-WHITESPACE = re.compile(r"\s+")
+PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n\s*")
+# Where an oversized unit is cut first: after a sentence end, or at a line break.
+SENTENCE_BREAK = re.compile(r"(?<=[.!?;。！？])\s+|[ \t]*\n\s*")
+WORD_BREAK = re.compile(r"\s+")
+CHARS_PER_TOKEN_BOUND = 32  # no tokenizer packs more characters than this into one token of text
 
 
 @dataclass(frozen=True)
 class Unit:
-    """A span that is never split across chunks unless it alone exceeds the budget."""
+    """A span packed whole (a turn, a paragraph, a piece of an oversized one)."""
 
     start: int
     end: int
     tokens: int
-    turn: int | None = None
+
+
+@dataclass(frozen=True)
+class Span:
+    """A packed chunk: its characters, its verified token count and the units it covers."""
+
+    start: int
+    end: int
+    tokens: int
+    first: int  # index of its first unit
+    last: int  # index of its last unit (inclusive)
 
 
 def chunk_document(doc: ParsedDocument, count_tokens: CountTokens, max_tokens: int, overlap_tokens: int) -> list[Chunk]:
     if max_tokens < 1:
         raise ValueError(f"expected max_tokens >= 1, got {max_tokens}")
-    overlap_tokens = max(0, min(overlap_tokens, max_tokens // 2))
-    spans: list[tuple[int, int, tuple[str, ...]]] = []
+    if overlap_tokens < 0:
+        raise ValueError(f"expected overlap_tokens >= 0, got {overlap_tokens}")
+    overlap_tokens = min(overlap_tokens, max_tokens // 2)
     if doc.kind == "transcript" and doc.turns:
-        units = [_unit(doc.text, t.start_char, t.end_char, count_tokens, t.index) for t in doc.turns]
-        groups = [([u for u in units if u is not None], ())]
-    else:
-        groups = [(_paragraphs(doc.text, s.start_char, s.end_char, count_tokens), s.heading_path) for s in doc.sections]
-    for units, heading_path in groups:
-        for start, end in _pack(doc.text, units, count_tokens, max_tokens, overlap_tokens):
-            spans.append((start, end, heading_path))
-    return [_chunk(doc, i, start, end, heading_path, count_tokens) for i, (start, end, heading_path) in enumerate(spans)]
+        return _chunk_transcript(doc, count_tokens, max_tokens, overlap_tokens)
+    return _chunk_sections(doc, count_tokens, max_tokens, overlap_tokens)
 
 
-def _unit(text: str, start: int, end: int, count_tokens: CountTokens, turn: int | None = None) -> Unit | None:
-    start, end = _trim(text, start, end)
-    if start >= end:
-        return None
-    return Unit(start, end, count_tokens(text[start:end]), turn)
+def _chunk_transcript(doc: ParsedDocument, count_tokens: CountTokens, max_tokens: int, overlap_tokens: int) -> list[Chunk]:
+    text, turns = doc.text, doc.turns
+    units = [Unit(t.start_char, t.end_char, count_tokens(text[t.start_char : t.end_char])) for t in turns]
+    chunks: list[Chunk] = []
+    for span in pack(text, units, count_tokens, max_tokens, overlap_tokens):
+        covered = turns[span.first : span.last + 1]
+        chunks.append(
+            Chunk(
+                index=len(chunks),
+                text=text[span.start : span.end],
+                start_char=span.start,
+                end_char=span.end,
+                token_count=span.tokens,
+                start_turn=covered[0].index,
+                end_turn=covered[-1].index,
+                speakers=tuple(dict.fromkeys(t.speaker for t in covered)),
+                start_time=covered[0].start_time,
+                end_time=covered[-1].end_time,
+            )
+        )
+    return chunks
+
+
+def _chunk_sections(doc: ParsedDocument, count_tokens: CountTokens, max_tokens: int, overlap_tokens: int) -> list[Chunk]:
+    text = doc.text
+    sections = doc.sections or [Section((), 0, len(text))]
+    chunks: list[Chunk] = []
+    for section in sections:
+        units: list[Unit] = []
+        for paragraph in _paragraphs(text, section.start_char, section.end_char, count_tokens):
+            # An oversized paragraph's sentences pack like paragraphs: a heading just before it,
+            # or the end of it, shares a chunk with its neighbours instead of standing alone.
+            if paragraph.tokens > max_tokens:
+                units.extend(split_oversized(text, paragraph, count_tokens, max_tokens))
+            else:
+                units.append(paragraph)
+        for span in pack(text, units, count_tokens, max_tokens, overlap_tokens):
+            chunks.append(
+                Chunk(
+                    index=len(chunks),
+                    text=text[span.start : span.end],
+                    start_char=span.start,
+                    end_char=span.end,
+                    token_count=span.tokens,
+                    heading_path=section.heading_path,
+                )
+            )
+    return chunks
+
+
+def pack(text: str, units: list[Unit], count_tokens: CountTokens, max_tokens: int, overlap_tokens: int) -> Iterator[Span]:
+    """Greedy runs of whole units, each verified to fit; oversized units come out in pieces."""
+    i = 0
+    while i < len(units):
+        if units[i].tokens > max_tokens:
+            for piece in pack(text, split_oversized(text, units[i], count_tokens, max_tokens), count_tokens, max_tokens, 0):
+                yield Span(piece.start, piece.end, piece.tokens, i, i)
+            i += 1
+            continue
+        j, total = i, units[i].tokens
+        while j + 1 < len(units) and total + units[j + 1].tokens <= max_tokens:
+            j += 1
+            total += units[j].tokens
+        tokens = units[i].tokens if j == i else count_tokens(text[units[i].start : units[j].end])
+        while tokens > max_tokens:  # the sum was an estimate: what joins the units costs tokens too
+            j -= 1
+            tokens = units[i].tokens if j == i else count_tokens(text[units[i].start : units[j].end])
+        yield Span(units[i].start, units[j].end, tokens, i, j)
+        if j + 1 == len(units):
+            return
+        i = _next_start(units, i, j, max_tokens, overlap_tokens)
+
+
+def _next_start(units: list[Unit], i: int, j: int, max_tokens: int, overlap_tokens: int) -> int:
+    """First unit of the chunk after ``units[i..j]``: trailing units carried over as overlap.
+
+    Nothing is carried into the pieces of an oversized unit, and never so much that the
+    next unit would not fit beside it (the next chunk would then repeat this one). The
+    result is always > i, so packing progresses.
+    """
+    following = units[j + 1].tokens
+    start, carried = j + 1, 0
+    if following > max_tokens:
+        return start
+    while start - 1 > i:
+        tokens = units[start - 1].tokens
+        if carried + tokens > overlap_tokens or carried + tokens + following > max_tokens:
+            break
+        start -= 1
+        carried += tokens
+    return start
+
+
+def split_oversized(text: str, unit: Unit, count_tokens: CountTokens, max_tokens: int) -> list[Unit]:
+    """Pieces of one unit, each within ``max_tokens``: sentences, else words, else characters."""
+    pieces: list[Unit] = []
+    for start, end in _between(text, unit.start, unit.end, SENTENCE_BREAK):
+        tokens = count_tokens(text[start:end])
+        if tokens <= max_tokens:
+            pieces.append(Unit(start, end, tokens))
+            continue
+        for w_start, w_end in _between(text, start, end, WORD_BREAK):
+            tokens = count_tokens(text[w_start:w_end])
+            if tokens <= max_tokens:
+                pieces.append(Unit(w_start, w_end, tokens))
+            else:
+                pieces.extend(_characters(text, w_start, w_end, count_tokens, max_tokens))
+    return pieces
+
+
+def _characters(text: str, start: int, end: int, count_tokens: CountTokens, max_tokens: int) -> Iterator[Unit]:
+    """A "word" over the budget (a URL, a hash, a language without spaces): longest fitting prefixes."""
+    while start < end:
+        # Binary search of the longest prefix that fits, within a window so that a
+        # megabyte without spaces costs a few counts of short strings per piece.
+        low, high = start + 1, min(end, start + max_tokens * CHARS_PER_TOKEN_BOUND)
+        while low < high:
+            mid = (low + high + 1) // 2
+            if count_tokens(text[start:mid]) <= max_tokens:
+                low = mid
+            else:
+                high = mid - 1
+        tokens = count_tokens(text[start:low])
+        if tokens > max_tokens:
+            raise ValueError(f"max_tokens={max_tokens} is less than the tokens of the single character {text[start]!r}")
+        yield Unit(start, low, tokens)
+        start = low
+
+
+def _between(text: str, start: int, end: int, separator: re.Pattern[str]) -> list[tuple[int, int]]:
+    """The non-empty spans of ``text[start:end]`` between matches of ``separator``."""
+    spans: list[tuple[int, int]] = []
+    cursor = start
+    for match in separator.finditer(text, start, end):
+        if match.start() > cursor:
+            spans.append((cursor, match.start()))
+        cursor = max(cursor, match.end())
+    if cursor < end:
+        spans.append((cursor, end))
+    return spans
+
+
+def _paragraphs(text: str, start: int, end: int, count_tokens: CountTokens) -> list[Unit]:
+    """Blank-line separated paragraphs of a section, trimmed, whitespace-only ones dropped."""
+    units: list[Unit] = []
+    for p_start, p_end in _between(text, start, end, PARAGRAPH_BREAK):
+        p_start, p_end = _trim(text, p_start, p_end)
+        if p_start < p_end:
+            units.append(Unit(p_start, p_end, count_tokens(text[p_start:p_end])))
+    return units
 
 
 def _trim(text: str, start: int, end: int) -> tuple[int, int]:
@@ -63,101 +222,3 @@ def _trim(text: str, start: int, end: int) -> tuple[int, int]:
     while end > start and text[end - 1].isspace():
         end -= 1
     return start, end
-
-
-def _paragraphs(text: str, start: int, end: int, count_tokens: CountTokens) -> list[Unit]:
-    units = []
-    cursor = start
-    for match in PARAGRAPH_BREAK.finditer(text, start, end):
-        if unit := _unit(text, cursor, match.start(), count_tokens):
-            units.append(unit)
-        cursor = match.end()
-    if unit := _unit(text, cursor, end, count_tokens):
-        units.append(unit)
-    return units
-
-
-def _pack(
-    text: str, units: list[Unit], count_tokens: CountTokens, max_tokens: int, overlap_tokens: int
-) -> Iterator[tuple[int, int]]:
-    """Greedy packing of whole units; yields (start_char, end_char) of each chunk."""
-    i = 0
-    while i < len(units):
-        if units[i].tokens > max_tokens:
-            yield from _split_long(text, units[i], count_tokens, max_tokens)
-            i += 1
-            continue
-        j, total = i, units[i].tokens
-        while j + 1 < len(units) and units[j + 1].tokens <= max_tokens and total + units[j + 1].tokens <= max_tokens:
-            j += 1
-            total += units[j].tokens
-        # Separators between units may add tokens the per-unit counts missed: verify, shrink.
-        while j > i and count_tokens(text[units[i].start : units[j].end]) > max_tokens:
-            j -= 1
-        yield units[i].start, units[j].end
-        if j + 1 >= len(units):
-            return
-        # Next chunk starts with the trailing units of this one that fit in the overlap.
-        nxt, carried = j + 1, 0
-        while nxt - 1 > i and carried + units[nxt - 1].tokens <= overlap_tokens:
-            nxt -= 1
-            carried += units[nxt].tokens
-        i = nxt
-
-
-def _split_long(text: str, unit: Unit, count_tokens: CountTokens, max_tokens: int) -> Iterator[tuple[int, int]]:
-    """Pieces of one oversized unit, cut at sentence, then word boundaries."""
-    pieces = _pieces(text, unit.start, unit.end, SENTENCE_END)
-    fine: list[Unit] = []
-    for start, end in pieces:
-        tokens = count_tokens(text[start:end])
-        if tokens <= max_tokens:
-            fine.append(Unit(start, end, tokens))
-        else:
-            fine.extend(_words(text, start, end, count_tokens, max_tokens))
-    yield from _pack(text, fine, count_tokens, max_tokens, 0)
-
-
-def _pieces(text: str, start: int, end: int, boundary: re.Pattern[str]) -> list[tuple[int, int]]:
-    pieces, cursor = [], start
-    for match in boundary.finditer(text, start, end):
-        if match.start() > cursor:
-            pieces.append((cursor, match.start()))
-        cursor = match.end()
-    if cursor < end:
-        pieces.append((cursor, end))
-    return pieces
-
-
-def _words(text: str, start: int, end: int, count_tokens: CountTokens, max_tokens: int) -> list[Unit]:
-    units = []
-    for w_start, w_end in _pieces(text, start, end, WHITESPACE):
-        tokens = count_tokens(text[w_start:w_end])
-        if tokens <= max_tokens:
-            units.append(Unit(w_start, w_end, tokens))
-            continue
-        # A single "word" beyond the budget (a URL, a hash): cut it by characters.
-        step = max(1, (w_end - w_start) * max_tokens // (tokens * 2))
-        for s in range(w_start, w_end, step):
-            units.append(Unit(s, min(s + step, w_end), count_tokens(text[s : min(s + step, w_end)])))
-    return units
-
-
-def _chunk(
-    doc: ParsedDocument, index: int, start: int, end: int, heading_path: tuple[str, ...], count_tokens: CountTokens
-) -> Chunk:
-    content = doc.text[start:end]
-    turns = [t for t in doc.turns if t.start_char < end and t.end_char > start]
-    return Chunk(
-        index=index,
-        text=content,
-        start_char=start,
-        end_char=end,
-        token_count=count_tokens(content),
-        start_turn=turns[0].index if turns else None,
-        end_turn=turns[-1].index if turns else None,
-        speakers=tuple(dict.fromkeys(t.speaker for t in turns)),
-        start_time=turns[0].start_time if turns else None,
-        end_time=turns[-1].end_time if turns else None,
-        heading_path=heading_path,
-    )

@@ -1,4 +1,8 @@
-"""``.json`` transcripts: ``[{speaker, text, start?, end?}]`` or ``{"turns": [...], title?, meeting_date?, participants?}``."""
+"""``.json`` transcripts: ``[{speaker, text, start?, end?}, ...]`` or ``{"turns": [...], title?, meeting_date?, participants?}``.
+
+Rendered as one ``Speaker: text`` line per item. Every item is a turn, even one with
+empty text, so turn i is always the i-th item of the file's list.
+"""
 
 from __future__ import annotations
 
@@ -6,46 +10,68 @@ import json
 from datetime import date
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from rag.errors import ParseError
 from rag.parsing.model import ParsedDocument
-from rag.parsing.turns import render_turns
+from rag.parsing.turns import UNKNOWN, render_turns
+
+SHAPE = 'a list of {"speaker", "text", "start"?, "end"?} turns or {"turns": [...]}'
+MAX_REPORTED_ERRORS = 3
 
 
 class JsonTurn(BaseModel):
     model_config = ConfigDict(extra="ignore")
-    speaker: str = "Unknown"
+
+    speaker: str | None = None
     text: str
-    start: float | None = None
-    end: float | None = None
+    start: float | None = Field(default=None, ge=0)
+    end: float | None = Field(default=None, ge=0)
 
 
 class JsonTranscript(BaseModel):
     model_config = ConfigDict(extra="ignore")
+
     turns: list[JsonTurn]
     title: str | None = None
     meeting_date: date | None = None
     participants: list[str] = []
 
+    @field_validator("meeting_date", mode="before")
+    @classmethod
+    def _date_of_timestamp(cls, value: Any) -> Any:
+        # "2026-10-30T10:00:00Z" names a meeting day too: keep its date part.
+        return value[:10] if isinstance(value, str) and len(value) > 10 and value[10] in "T " else value
+
 
 def looks_like_json_turns(value: Any) -> bool:
-    return isinstance(value, list) or (isinstance(value, dict) and "turns" in value)
+    """The shape this parser reads, judged before validation (content detection)."""
+    if isinstance(value, dict):
+        value = value.get("turns")
+    return isinstance(value, list) and bool(value) and all(isinstance(v, dict) and "text" in v for v in value[:20])
+
+
+def parse_json_text(text: str, name: str) -> ParsedDocument:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ParseError(f"{name}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from exc
+    except RecursionError as exc:
+        raise ParseError(f"{name}: JSON nested too deeply; expected {SHAPE}") from exc
+    return parse_json_turns(value, name)
 
 
 def parse_json_turns(value: Any, name: str) -> ParsedDocument:
+    if not isinstance(value, (list, dict)):
+        raise ParseError(f"{name}: expected {SHAPE}, got a JSON {type(value).__name__}")
+    listed = isinstance(value, list)
     try:
-        transcript = JsonTranscript.model_validate({"turns": value} if isinstance(value, list) else value)
+        transcript = JsonTranscript.model_validate({"turns": value} if listed else value)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise ParseError(
-            f"{name}: expected a list of {{speaker, text, start?, end?}} turns or {{\"turns\": [...]}}; "
-            f"{where}: {first['msg']} ({exc.error_count()} problem(s))"
-        ) from exc
-    text, turns = render_turns((t.speaker, t.text, t.start, t.end) for t in transcript.turns)
-    if not turns:
-        raise ParseError(f"{name}: the transcript has no turns with text")
+        raise ParseError(f"{name}: expected {SHAPE}; {_summary(exc, listed)}") from exc
+    if not transcript.turns:
+        raise ParseError(f"{name}: the transcript has no turns")
+    text, turns = render_turns(((t.speaker or "", t.text, t.start, t.end) for t in transcript.turns), keep_empty=True)
     return ParsedDocument(
         kind="transcript",
         format="json",
@@ -53,9 +79,26 @@ def parse_json_turns(value: Any, name: str) -> ParsedDocument:
         turns=turns,
         title=transcript.title,
         meeting_date=transcript.meeting_date,
-        participants=transcript.participants or list(dict.fromkeys(t.speaker for t in turns)),
+        participants=transcript.participants or [s for s in dict.fromkeys(t.speaker for t in turns) if s != UNKNOWN],
     )
 
 
-def load_json(text: str) -> Any:
-    return json.loads(text)
+def _summary(exc: ValidationError, listed: bool) -> str:
+    """``item 3, field "text": Field required`` for the first few problems."""
+    problems = []
+    for error in exc.errors()[:MAX_REPORTED_ERRORS]:
+        loc = list(error["loc"])
+        if listed and loc[:1] == ["turns"]:
+            loc = loc[1:]  # the file is the list itself: no "turns" key to name
+        where = []
+        if len(loc) >= 2 and loc[0] == "turns" and isinstance(loc[1], int):
+            where.append(f"turns[{loc[1]}]")
+            loc = loc[2:]
+        elif loc and isinstance(loc[0], int):
+            where.append(f"item {loc[0]}")
+            loc = loc[1:]
+        if loc:
+            where.append(f'field "{".".join(str(p) for p in loc)}"')
+        problems.append(f"{', '.join(where) or 'top level'}: {error['msg']}")
+    more = exc.error_count() - len(problems)
+    return "; ".join(problems) + (f" (and {more} more)" if more > 0 else "")

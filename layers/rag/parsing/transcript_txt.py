@@ -1,8 +1,10 @@
 """``.txt`` transcripts: one ``Speaker: text`` turn per line.
 
-Turn i is the i-th turn line. A non-empty line without a speaker continues the turn
-before it; lines before the first turn are a preamble (its first line, the title).
-The document text is the file's text as is, so offsets point into the original.
+Turn i is the i-th turn line (0-based); blank lines are skipped and never shift the
+numbering. A non-empty line without a speaker continues the turn before it (its text
+is appended and the turn's span extended); lines before the first turn are a preamble
+whose first line is the title. The document text is the decoded file as is, so a
+turn's ``start_char:end_char`` is its own line(s) in the original.
 """
 
 from __future__ import annotations
@@ -12,15 +14,26 @@ import re
 from rag.errors import ParseError
 from rag.parsing.model import ParsedDocument, Turn
 
-# A speaker: up to 60 characters and 8 words, no colon; then ": " and the utterance.
-SPEAKER_LINE = re.compile(r"^\s*(?P<speaker>[^\s:][^:\n]{0,59}?)\s*:[ \t]+(?P<text>\S.*?)\s*$")
+# A name starts with a letter (so "10:30 ..." is no speaker) and has at most six words:
+# "Project Manager", "Speaker 1", "Dr. Smith", "PhD C", "Jean-Luc O'Neill".
+_NAME = r"[^\W\d_][\w.'’&/-]*(?:[ \t]+[\w.'’&/-]+){0,5}"
+# An optional role in parentheses, nested once, as in parliamentary records:
+# "The Chair (Hon. Anthony Rota (Nipissing, Lib.))".
+_ROLE = r"\((?:[^()\n:]|\([^()\n:]*\))*\)"
+# The utterance may be empty ("PhD A: "): that line is still a turn, so numbering holds.
+SPEAKER_LINE = re.compile(
+    rf"^[ \t]*(?P<speaker>(?P<name>{_NAME})(?:[ \t]*{_ROLE})?)[ \t]*:(?:[ \t]+(?P<text>.*?))?[ \t]*$"
+)
+MAX_NAME_CHARS = 60
+MAX_SPEAKER_CHARS = 160
 
 
-def speaker_line(line: str) -> re.Match[str] | None:
+def speaker_line(line: str) -> tuple[str, str] | None:
+    """``(speaker, utterance)`` when ``line`` is a ``Speaker: text`` turn, else None."""
     match = SPEAKER_LINE.match(line)
-    if match and len(match["speaker"].split()) <= 8:
-        return match
-    return None
+    if match is None or len(match["name"]) > MAX_NAME_CHARS or len(match["speaker"]) > MAX_SPEAKER_CHARS:
+        return None
+    return " ".join(match["speaker"].split()), match["text"] or ""
 
 
 def parse_transcript_txt(text: str, name: str) -> ParsedDocument:
@@ -32,12 +45,13 @@ def parse_transcript_txt(text: str, name: str) -> ParsedDocument:
         offset = end + 1
         if not line.strip():
             continue
-        match = speaker_line(line)
-        if match:
-            turns.append(Turn(len(turns), match["speaker"].strip(), match["text"], start, end))
+        if parsed := speaker_line(line):
+            speaker, utterance = parsed
+            turns.append(Turn(len(turns), speaker, utterance, start, end))
         elif turns:
             last = turns[-1]
-            turns[-1] = Turn(last.index, last.speaker, f"{last.text} {line.strip()}", last.start_char, end)
+            joined = f"{last.text} {line.strip()}" if last.text else line.strip()
+            turns[-1] = Turn(last.index, last.speaker, joined, last.start_char, end)
         else:
             preamble.append(line.strip())
     if not turns:

@@ -9,6 +9,8 @@ from datetime import date
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
+from rag.store import keyword_index
+
 if TYPE_CHECKING:
     import psycopg
 
@@ -107,8 +109,9 @@ def replace_document(
                 "error": None,
             },
         )
-        conn.execute("DELETE FROM chunks WHERE document_id = %s", (document_id,))
+        _delete_chunks(conn, document_id)
         copy_chunks(conn, document_id, source, chunks, vectors, model_id)
+        keyword_index.index_document(conn, document_id)
     return document_id
 
 
@@ -154,14 +157,26 @@ def record_failure(conn: psycopg.Connection, source: SourceObject, fields: Docum
                 "error": error,
             },
         )
-        conn.execute("DELETE FROM chunks WHERE document_id = %s", (document_id,))
+        _delete_chunks(conn, document_id)
     return document_id
 
 
 def delete_by_key(conn: psycopg.Connection, bucket: str, key: str) -> UUID | None:
-    """Delete the object's document; its chunks go with it (ON DELETE CASCADE)."""
-    row = conn.execute("DELETE FROM documents WHERE bucket = %s AND object_key = %s RETURNING id", (bucket, key)).fetchone()
-    return row[0] if row else None
+    """Delete the object's document; its chunks and postings go with it (ON DELETE CASCADE)."""
+    with conn.transaction():
+        found = conn.execute(
+            "SELECT id FROM documents WHERE bucket = %s AND object_key = %s FOR UPDATE", (bucket, key)
+        ).fetchone()
+        if not found:
+            return None
+        keyword_index.unindex_document(conn, found[0])
+        conn.execute("DELETE FROM documents WHERE id = %s", (found[0],))
+    return found[0]
+
+
+def _delete_chunks(conn: psycopg.Connection, document_id: UUID) -> None:
+    keyword_index.unindex_document(conn, document_id)
+    conn.execute("DELETE FROM chunks WHERE document_id = %s", (document_id,))
 
 
 def _upsert_document(conn: psycopg.Connection, source: SourceObject, values: dict[str, Any]) -> UUID:
