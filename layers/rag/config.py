@@ -43,6 +43,15 @@ class Settings(BaseSettings):
     # --- tenancy --------------------------------------------------------------
     default_tenant: str = "default"
 
+    # --- query API --------------------------------------------------------------
+    tenant_claim: str = Field(default="tenant", description="JWT claim that carries the tenant")
+    iam_tenants: dict[str, str] = Field(default_factory=dict, description="IAM user/role ARN -> tenant (JSON)")
+    api_keys: str = Field(default="dev-local-key=default", description="local API keys: key1=tenant1,key2=tenant2")
+    rrf_k: int = Field(default=60, ge=1)
+    rrf_semantic_weight: float = Field(default=1.0, ge=0)
+    rrf_keyword_weight: float = Field(default=1.0, ge=0)
+    query_cache_minutes: int = Field(default=60, ge=0)
+
     # --- embeddings -----------------------------------------------------------
     embedding_provider: EmbeddingProvider = "local"
     embedding_model: str | None = None
@@ -75,6 +84,13 @@ class Settings(BaseSettings):
     local_moto_port: int = 5059
     local_bucket: str = "rag-documents"
     local_queue: str = "rag-ingest"
+    local_api_port: int = 8000
+
+    @property
+    def api_key_tenants(self) -> dict[str, str]:
+        """``RAG_API_KEYS`` as a mapping (local identity only)."""
+        pairs = (item.split("=", 1) for item in self.api_keys.split(",") if "=" in item)
+        return {key.strip(): tenant.strip() for key, tenant in pairs if key.strip() and tenant.strip()}
 
     @property
     def embedding_model_id(self) -> str:

@@ -95,6 +95,7 @@ def cmd_up(args: argparse.Namespace, settings: Settings) -> int:
         print("services     already running")
     print(f"database     {resolve_database_url(settings)}")
     print(f"S3, SQS      {os.environ['AWS_ENDPOINT_URL']}  (moto; credentials 'testing')")
+    print(f"query API    http://127.0.0.1:{settings.local_api_port}  (Authorization: Bearer <key>; keys from RAG_API_KEYS)")
     print(f"bucket       {settings.local_bucket}  (drop files under projects/<project_id>/...)")
     print(f"queue        {settings.local_queue}  (+ DLQ {settings.local_queue}-dlq)")
     return 0
@@ -229,26 +230,78 @@ def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
-    from rag.embedding import get_embedder
-    from rag.search.semantic import semantic_search
-    from rag.store.connection import connect, resolve_database_url
+    import json
+    import urllib.error
+    import urllib.request
 
-    with connect(resolve_database_url(settings)) as conn:
-        hits = semantic_search(
-            conn,
-            get_embedder(settings),
-            tenant_id=args.tenant or settings.default_tenant,
-            query=args.question,
-            project_ids=[args.project] if args.project else None,
-            top_k=args.top_k,
-        )
-    if not hits:
+    key = args.api_key or next(iter(settings.api_key_tenants), "")
+    body = {"query": args.question, "mode": args.mode, "top_k": args.top_k}
+    if args.project:
+        body["project_ids"] = [args.project]
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{settings.local_api_port}/v1/search",
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json", "Authorization": f"Bearer {key}"},
+        method="POST",
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=60) as response:
+            payload = json.load(response)
+    except urllib.error.HTTPError as exc:
+        return _fail(f"HTTP {exc.code}: {exc.read().decode(errors='replace')}")
+    except urllib.error.URLError as exc:
+        return _fail(f"the API is not reachable on 127.0.0.1:{settings.local_api_port} ({exc.reason}): run `rag up`")
+    results = payload["results"]
+    if not results:
         print("no results")
         return 0
-    for rank, hit in enumerate(hits, 1):
-        turns = f"turns {hit.start_turn}-{hit.end_turn}" if hit.start_turn is not None else f"chars {hit.start_char}-{hit.end_char}"
-        snippet = " ".join(hit.content.split())[:160]
-        print(f"{rank:>2}. {hit.similarity:.3f}  {hit.source_uri}  ({turns})\n    {snippet}")
+    print(f"{len(results)} results in {payload['took_ms']:.0f} ms ({args.mode})")
+    for rank, hit in enumerate(results, 1):
+        where = f"turns {hit['start_turn']}-{hit['end_turn']}" if hit["start_turn"] is not None else f"chars {hit['start_char']}-{hit['end_char']}"
+        similarity = f"{hit['similarity']:.3f}" if hit["similarity"] is not None else "  -  "
+        snippet = " ".join(hit["content"].split())[:150]
+        print(f"{rank:>2}. score {hit['score']:.4f}  sim {similarity}  {hit['source']['uri']}  ({where})\n    {snippet}")
+    return 0
+
+
+def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
+    import logging
+
+    from rag_local.api_server import make_server
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    server = make_server(settings, args.port)
+    host, port = server.server_address[:2]
+    print(f"serving the query API on http://{host}:{port} (Ctrl-C to stop); keys: {', '.join(settings.api_key_tenants)}")
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+    return 0
+
+
+def cmd_openapi(args: argparse.Namespace, settings: Settings) -> int:
+    from rag.api.routes import openapi_json
+
+    print(openapi_json())
+    return 0
+
+
+def cmd_report(args: argparse.Namespace, settings: Settings) -> int:
+    from rag.store.connection import connect, resolve_database_url
+    from rag.store.query_log import query_report
+
+    with connect(resolve_database_url(settings)) as conn:
+        report = query_report(conn, days=args.days, low_similarity=args.low_similarity)
+    print(f"queries in the last {args.days} days: {report.total}")
+    for mode, count, p50, p95 in report.by_mode:
+        print(f"  {mode:<9} {count:>6} queries   p50 {p50:7.1f} ms   p95 {p95:7.1f} ms")
+    if report.low:
+        print(f"queries whose best match stays below similarity {args.low_similarity} (documents may be missing):")
+        for query, count, best in report.low:
+            print(f"  {count:>4}x  best {best:.2f}  {query[:100]}")
     return 0
 
 
@@ -288,12 +341,25 @@ def build_parser() -> argparse.ArgumentParser:
     status = sub.add_parser("status", help="documents by status, failures with their errors, queue depths")
     status.set_defaults(func=cmd_status)
 
-    search = sub.add_parser("search", help="semantic search from the terminal")
+    search = sub.add_parser("search", help="search through the local query API and print a table")
     search.add_argument("question")
     search.add_argument("--project", help="limit to one project")
-    search.add_argument("--tenant", help="tenant to search (default: the configured default tenant)")
+    search.add_argument("--mode", choices=["semantic", "keyword", "hybrid"], default="hybrid", help="default hybrid")
     search.add_argument("--top-k", type=int, default=5, help="number of results (default 5)")
+    search.add_argument("--api-key", help="API key (default: the first of RAG_API_KEYS)")
     search.set_defaults(func=cmd_search)
+
+    serve = sub.add_parser("serve", help="serve the query API on 127.0.0.1 in the foreground (needs `rag up`)")
+    serve.add_argument("--port", type=int, help="port (default RAG_LOCAL_API_PORT, 8000; `rag up` already serves there)")
+    serve.set_defaults(func=cmd_serve)
+
+    openapi = sub.add_parser("openapi", help="print the query API's OpenAPI document")
+    openapi.set_defaults(func=cmd_openapi)
+
+    report = sub.add_parser("report", help="summarize the query log: volume, latency, queries with low similarity")
+    report.add_argument("--days", type=int, default=7, help="look back this many days (default 7)")
+    report.add_argument("--low-similarity", type=float, default=0.35, help="threshold for 'low' (default 0.35)")
+    report.set_defaults(func=cmd_report)
     return parser
 
 

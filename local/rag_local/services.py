@@ -92,12 +92,18 @@ def main() -> None:
     from rag.embedding import get_embedder
 
     get_embedder(settings).embed(["warm up"])  # load the model now, not on the first file
+    from rag_local.api_server import make_server
+
+    api = make_server(settings)
+    threading.Thread(target=api.serve_forever, name="query-api", daemon=True).start()
+    logger.info("query API on http://127.0.0.1:%d", settings.local_api_port)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     print("ready", flush=True)
     try:
         worker.run(sqs_client(settings), queue.url, queue.arn, handler, stop)
     finally:
+        api.shutdown()
         server.stop()
         sys.exit(0)
 

@@ -18,8 +18,7 @@ from typing import Literal
 from rag.errors import ParseError
 from rag.parsing.model import ParsedDocument
 from rag.parsing.transcript_txt import speaker_line
-from rag.parsing.turns import render_turns
-from rag.parsing.turns import UNKNOWN
+from rag.parsing.turns import UNKNOWN, render_turns
 
 CaptionFormat = Literal["vtt", "srt"]
 

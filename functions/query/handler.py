@@ -1,0 +1,29 @@
+"""Query Lambda: the HTTP API (search, context, projects, meetings, documents).
+
+Thin by design: routes and models live in ``rag.api``; the search in ``rag.search``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.logging import correlation_paths
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from rag.api.routes import handle
+
+logger = Logger(service="query")
+tracer = Tracer(service="query")
+metrics = Metrics(namespace="MeetingRag", service="query")
+
+
+@logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP, clear_state=True)
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    response = handle(event, context)
+    metrics.add_metric(name="Requests", unit="Count", value=1)
+    if response.get("statusCode", 500) >= 500:
+        metrics.add_metric(name="ServerErrors", unit="Count", value=1)
+    return response

@@ -1,0 +1,153 @@
+"""Request and response models of the query API; the OpenAPI document is generated from them."""
+
+from __future__ import annotations
+
+from datetime import date, datetime
+from typing import Any, Literal
+from uuid import UUID
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+SearchType = Literal["chunk", "segment", "decision", "risk", "opportunity", "task"]
+SearchMode = Literal["semantic", "keyword", "hybrid"]
+ProjectId = str
+
+MAX_QUERY_CHARS = 2000
+PROJECT_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class SearchFilters(Strict):
+    date_from: date | None = Field(default=None, description="earliest meeting date (inclusive)")
+    date_to: date | None = Field(default=None, description="latest meeting date (inclusive)")
+    speakers: list[str] = Field(default_factory=list, max_length=50, description="any of these speakers")
+    source_prefix: str | None = Field(
+        default=None, max_length=1024, description="S3 key prefix, e.g. projects/acme/meetings/2026-"
+    )
+
+    @model_validator(mode="after")
+    def _dates_in_order(self) -> SearchFilters:
+        if self.date_from and self.date_to and self.date_from > self.date_to:
+            raise ValueError("date_from is after date_to")
+        return self
+
+
+class SearchRequest(Strict):
+    query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS, description="the question, in natural language")
+    project_ids: list[str] = Field(default_factory=list, max_length=100, description="limit to these projects")
+    document_ids: list[UUID] = Field(default_factory=list, max_length=100, description="limit to these documents")
+    filters: SearchFilters | None = None
+    types: list[SearchType] = Field(default_factory=lambda: ["chunk"], min_length=1, max_length=6)
+    mode: SearchMode = "hybrid"
+    top_k: int = Field(default=10, ge=1, le=100)
+    threshold: float = Field(default=0.0, ge=-1.0, le=1.0, description="minimum cosine similarity (semantic side)")
+
+    @field_validator("query")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("query is empty")
+        return value.strip()
+
+    @field_validator("project_ids")
+    @classmethod
+    def _project_ids(cls, values: list[str]) -> list[str]:
+        import re
+
+        for value in values:
+            if not re.match(PROJECT_PATTERN, value):
+                raise ValueError(f"project id {value!r} must be 1-128 letters, digits, '.', '_' or '-'")
+        return list(dict.fromkeys(values))
+
+
+class ContextRequest(SearchRequest):
+    max_tokens: int = Field(default=2000, ge=50, le=100_000, description="budget of the context string")
+
+
+class Source(BaseModel):
+    uri: str
+    title: str | None = None
+
+
+class SearchResult(BaseModel):
+    id: str
+    type: SearchType
+    score: float
+    similarity: float | None = Field(description="cosine similarity to the query (higher is better)")
+    content: str
+    document_id: str
+    project_id: str
+    source: Source
+    start_char: int
+    end_char: int
+    start_turn: int | None = None
+    end_turn: int | None = None
+    speakers: list[str] = Field(default_factory=list)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class SearchResponse(BaseModel):
+    results: list[SearchResult]
+    took_ms: float
+
+
+class ContextResponse(BaseModel):
+    context: str
+    results: list[SearchResult]
+    took_ms: float
+
+
+class Project(BaseModel):
+    id: str
+    document_count: int
+    chunk_count: int
+    meeting_count: int
+    last_activity: datetime | None = None
+
+
+class ProjectList(BaseModel):
+    projects: list[Project]
+
+
+class Meeting(BaseModel):
+    document_id: str
+    project_id: str
+    title: str | None = None
+    meeting_date: date | None = None
+    participants: list[str] = Field(default_factory=list)
+    status: str
+    chunk_count: int
+    source: Source
+
+
+class MeetingList(BaseModel):
+    meetings: list[Meeting]
+
+
+class Document(BaseModel):
+    id: str
+    project_id: str
+    kind: str | None = None
+    format: str | None = None
+    status: str
+    error: str | None = None
+    chunk_count: int
+    title: str | None = None
+    meeting_date: date | None = None
+    participants: list[str] = Field(default_factory=list)
+    source: Source
+    embedding_model: str | None = None
+    created_at: datetime
+    updated_at: datetime
+
+
+class ErrorBody(BaseModel):
+    code: str
+    message: str
+
+
+class ErrorResponse(BaseModel):
+    error: ErrorBody

@@ -1,0 +1,212 @@
+"""The query API's routes (Powertools APIGatewayHttpResolver, HTTP API payload v2).
+
+Validation comes from the pydantic models; every error leaves as
+``{"error": {"code", "message"}}`` with 400/401/404/422 (never a 500 for bad input).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any
+from uuid import UUID
+
+from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
+from aws_lambda_powertools.event_handler.openapi.exceptions import (
+    RequestUnsupportedContentType,
+    RequestValidationError,
+)
+from aws_lambda_powertools.event_handler.openapi.params import Path, Query
+
+from rag.api.identity import Unauthenticated, tenant_of
+from rag.api.models import (
+    ContextRequest,
+    ContextResponse,
+    Document,
+    Meeting,
+    MeetingList,
+    Project,
+    ProjectList,
+    SearchRequest,
+    SearchResponse,
+    SearchResult,
+    Source,
+)
+from rag.config import get_settings
+
+API_TITLE = "Meeting RAG query API"
+API_VERSION = "1.0.0"
+
+app = APIGatewayHttpResolver(enable_validation=True)
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, code: str, message: str):
+        super().__init__(message)
+        self.status, self.code, self.message = status, code, message
+
+
+def error_response(status: int, code: str, message: str) -> Response:
+    return Response(
+        status_code=status,
+        content_type=content_types.APPLICATION_JSON,
+        body=json.dumps({"error": {"code": code, "message": message}}),
+    )
+
+
+@app.exception_handler(ApiError)
+def _api_error(exc: ApiError) -> Response:
+    return error_response(exc.status, exc.code, exc.message)
+
+
+@app.exception_handler(Unauthenticated)
+def _unauthenticated(exc: Unauthenticated) -> Response:
+    return error_response(401, "unauthenticated", str(exc))
+
+
+@app.exception_handler(RequestValidationError)
+def _invalid(exc: RequestValidationError) -> Response:
+    errors = exc.errors()
+    if any(e.get("type") == "json_invalid" for e in errors):
+        return error_response(400, "invalid_json", "the request body is not valid JSON")
+    parts = []
+    for error in errors[:5]:
+        where = ".".join(str(p) for p in error.get("loc", ()) if p != "body")
+        parts.append(f"{where or 'body'}: {error.get('msg')}")
+    return error_response(422, "validation_error", "; ".join(parts))
+
+
+@app.exception_handler(RequestUnsupportedContentType)
+def _unsupported_content_type(exc: RequestUnsupportedContentType) -> Response:
+    return error_response(400, "unsupported_content_type", "send the body as JSON with Content-Type: application/json")
+
+
+@app.not_found
+def _not_found(exc: Exception) -> Response:
+    return error_response(404, "not_found", f"no route {app.current_event.http_method} {app.current_event.path}")
+
+
+def _tenant() -> str:
+    settings = get_settings()
+    return tenant_of(app.current_event.raw_event, claim=settings.tenant_claim, iam_tenants=settings.iam_tenants)
+
+
+def _conn() -> Any:
+    from rag.store.connection import get_connection
+
+    return get_connection(get_settings())
+
+
+def _search(request: SearchRequest) -> tuple[list[SearchResult], float]:
+    from rag.embedding import get_embedder
+    from rag.search.service import run_search
+
+    settings = get_settings()
+    ranked, took_ms = run_search(_conn(), get_embedder(settings), settings, _tenant(), request)
+    results = [
+        SearchResult(
+            id=str(hit.id), type=type_name, score=hit.score, similarity=hit.similarity, content=hit.content,
+            document_id=hit.document_id, project_id=hit.project_id, source=Source(uri=hit.source_uri, title=hit.title),
+            start_char=hit.start_char, end_char=hit.end_char, start_turn=hit.start_turn, end_turn=hit.end_turn,
+            speakers=hit.speakers, metadata=hit.metadata,
+        )  # fmt: skip
+        for type_name, hit in ranked
+    ]
+    return results, took_ms
+
+
+@app.post("/v1/search", summary="Semantic, keyword or hybrid search", tags=["search"])
+def search(request: SearchRequest) -> SearchResponse:
+    results, took_ms = _search(request)
+    return SearchResponse(results=results, took_ms=round(took_ms, 2))
+
+
+@app.post("/v1/context", summary="An LLM-ready context with numbered citations", tags=["search"])
+def context(request: ContextRequest) -> ContextResponse:
+    from rag.embedding.tokens import count_cl100k
+    from rag.search.context import build_context
+
+    results, took_ms = _search(request)
+    text, passages = build_context(results, request.max_tokens, count_cl100k)
+    cited = [
+        p.result.model_copy(
+            update={"content": p.text, "start_char": p.start_char, "end_char": p.end_char,
+                    "start_turn": p.start_turn, "end_turn": p.end_turn}
+        )  # fmt: skip
+        for p in passages
+    ]
+    return ContextResponse(context=text, results=cited, took_ms=round(took_ms, 2))
+
+
+@app.get("/v1/projects", summary="The caller's projects with counts", tags=["catalog"])
+def projects() -> ProjectList:
+    from rag.store.catalog import list_projects
+
+    return ProjectList(projects=[Project(**row) for row in list_projects(_conn(), _tenant())])
+
+
+@app.get("/v1/projects/<project_id>", summary="One project", tags=["catalog"])
+def project(project_id: Annotated[str, Path(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")]) -> Project:
+    from rag.store.catalog import get_project
+
+    row = get_project(_conn(), _tenant(), project_id)
+    if row is None:
+        raise ApiError(404, "not_found", f"project {project_id!r} not found")
+    return Project(**row)
+
+
+@app.get("/v1/meetings", summary="Meetings, most recent first", tags=["catalog"])
+def meetings(
+    project_id: Annotated[str | None, Query(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")] = None,
+    limit: Annotated[int, Query(ge=1, le=500)] = 50,
+) -> MeetingList:
+    from rag.store.catalog import list_meetings
+
+    rows = list_meetings(_conn(), _tenant(), project_id, limit)
+    return MeetingList(
+        meetings=[
+            Meeting(
+                **{k: v for k, v in row.items() if k not in ("source_uri", "source_title")},
+                source=Source(uri=row["source_uri"], title=row["source_title"]),
+            )
+            for row in rows
+        ]
+    )
+
+
+@app.get("/v1/documents/<document_id>", summary="One document: status, error, chunk count, source", tags=["catalog"])
+def document(document_id: Annotated[UUID, Path()]) -> Document:
+    from rag.store.catalog import get_document
+
+    row = get_document(_conn(), _tenant(), str(document_id))
+    if row is None:
+        raise ApiError(404, "not_found", f"document {document_id} not found")
+    source = Source(uri=row.pop("source_uri"), title=row["title"])
+    return Document(**row, source=source)
+
+
+@app.get("/v1/openapi.json", summary="This API's OpenAPI document", tags=["meta"], include_in_schema=False)
+def openapi():  # noqa: ANN201 - a raw Response, not a model
+    return Response(status_code=200, content_type=content_types.APPLICATION_JSON, body=openapi_json())
+
+
+def openapi_json() -> str:
+    return app.get_openapi_json_schema(title=API_TITLE, version=API_VERSION)
+
+
+PUBLIC_PATHS = {"/v1/openapi.json"}
+
+
+def handle(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    """Resolve an API Gateway HTTP API (v2) event; a caller without identity gets 401 before anything else."""
+    if event.get("rawPath") not in PUBLIC_PATHS:
+        settings = get_settings()
+        try:
+            tenant_of(event, claim=settings.tenant_claim, iam_tenants=settings.iam_tenants)
+        except Unauthenticated as exc:
+            return {
+                "statusCode": 401,
+                "headers": {"Content-Type": "application/json"},
+                "body": json.dumps({"error": {"code": "unauthenticated", "message": str(exc)}}),
+                "isBase64Encoded": False,
+            }
+    return app.resolve(event, context)

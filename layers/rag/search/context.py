@@ -1,0 +1,74 @@
+"""An LLM-ready context string with numbered citations, never over the token budget.
+
+Neighbouring or overlapping chunks of one document are merged into one passage, so
+the model does not read the same turns twice and each citation is one span.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Passage:
+    result: Any  # the first (best) result of the merged group; carries id, source, ...
+    text: str
+    start_char: int
+    end_char: int
+    start_turn: int | None
+    end_turn: int | None
+
+
+def merge_neighbours(results: Sequence[Any]) -> list[Passage]:
+    """Merge results of one document whose character ranges overlap or touch; best rank first."""
+    passages: list[Passage] = []
+    for result in results:
+        for i, passage in enumerate(passages):
+            same_document = passage.result.document_id == result.document_id
+            if same_document and result.start_char <= passage.end_char + 1 and result.end_char >= passage.start_char - 1:
+                passages[i] = _union(passage, result)
+                break
+        else:
+            passages.append(
+                Passage(result, result.content, result.start_char, result.end_char, result.start_turn, result.end_turn)
+            )
+    return passages
+
+
+def _union(passage: Passage, result: Any) -> Passage:
+    if result.start_char < passage.start_char:
+        head = result.content[: max(0, passage.start_char - result.start_char)]
+        text, start = head + passage.text, result.start_char
+    else:
+        text, start = passage.text, passage.start_char
+    end = passage.end_char
+    if result.end_char > end:
+        tail = result.content[max(0, end - result.start_char) :]
+        text, end = text + ("\n" if result.start_char > end else "") + tail, result.end_char
+    turns = [t for t in (passage.start_turn, passage.end_turn, result.start_turn, result.end_turn) if t is not None]
+    return replace(
+        passage, text=text, start_char=start, end_char=end,
+        start_turn=min(turns) if turns else None, end_turn=max(turns) if turns else None,
+    )  # fmt: skip
+
+
+def build_context(
+    results: Sequence[Any], max_tokens: int, count_tokens: Callable[[str], int]
+) -> tuple[str, list[Passage]]:
+    """The context string and the passages it cites, in citation order."""
+    blocks: list[str] = []
+    cited: list[Passage] = []
+    used = 0
+    for passage in merge_neighbours(results):
+        where = f"turns {passage.start_turn}-{passage.end_turn}" if passage.start_turn is not None else f"chars {passage.start_char}-{passage.end_char}"
+        title = passage.result.source.title or passage.result.source.uri
+        block = f"[{len(cited) + 1}] {title} ({passage.result.source.uri}, {where})\n{passage.text}"
+        cost = count_tokens(block) + (2 if blocks else 0)  # the blank line between blocks
+        if used + cost > max_tokens:
+            continue  # a smaller passage further down may still fit
+        blocks.append(block)
+        cited.append(passage)
+        used += cost
+    return "\n\n".join(blocks), cited

@@ -1,0 +1,54 @@
+"""Query embeddings are cached twice: an LRU in the warm process and a table with a TTL.
+
+Keyed by model and normalized query text, so "What was decided?" and
+"what was  decided?" share one vector.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import psycopg
+
+    from rag.embedding.base import Embedder
+
+LRU_SIZE = 1024
+
+
+def normalize_query(text: str) -> str:
+    return " ".join(text.lower().split())
+
+
+class QueryEmbeddingCache:
+    def __init__(self, ttl_minutes: int = 60, size: int = LRU_SIZE):
+        self.ttl_minutes = ttl_minutes
+        self.size = size
+        self._lru: OrderedDict[tuple[str, str], Any] = OrderedDict()
+
+    def vector(self, conn: psycopg.Connection, embedder: Embedder, text: str) -> Any:
+        import numpy as np
+
+        key = (embedder.model_id, normalize_query(text))
+        if key in self._lru:
+            self._lru.move_to_end(key)
+            return self._lru[key]
+        row = conn.execute(
+            """SELECT embedding FROM query_embedding_cache
+               WHERE model = %s AND query = %s AND created_at > now() - make_interval(mins => %s)""",
+            (key[0], key[1], self.ttl_minutes),
+        ).fetchone()
+        if row is not None:
+            vector = row[0].to_numpy()
+        else:
+            vector = np.asarray(embedder.embed([key[1]])[0], dtype=np.float32)
+            conn.execute(
+                """INSERT INTO query_embedding_cache (model, query, embedding) VALUES (%s, %s, %s)
+                   ON CONFLICT (model, query) DO UPDATE SET embedding = EXCLUDED.embedding, created_at = now()""",
+                (key[0], key[1], vector),
+            )
+        self._lru[key] = vector
+        if len(self._lru) > self.size:
+            self._lru.popitem(last=False)
+        return vector

@@ -1,0 +1,81 @@
+"""One search request end to end: scope from the caller, query vector (cached), SQL, query log."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from rag.search.engine import FusionWeights, Hit, SearchScope, search_chunks
+from rag.search.query_cache import QueryEmbeddingCache
+
+if TYPE_CHECKING:
+    import psycopg
+
+    from rag.api.models import SearchRequest
+    from rag.config import Settings
+    from rag.embedding.base import Embedder
+
+# Searchable types: adding one (segments, decisions, ...) is one entry here.
+SEARCHERS: dict[str, Callable[..., list[Hit]]] = {"chunk": search_chunks}
+
+_cache = QueryEmbeddingCache()
+
+
+def scope_of(tenant_id: str, request: SearchRequest) -> SearchScope:
+    filters = request.filters
+    return SearchScope(
+        tenant_id=tenant_id,
+        project_ids=tuple(request.project_ids),
+        document_ids=tuple(str(d) for d in request.document_ids),
+        date_from=filters.date_from if filters else None,
+        date_to=filters.date_to if filters else None,
+        speakers=tuple(filters.speakers) if filters else (),
+        source_prefix=filters.source_prefix if filters else None,
+    )
+
+
+def run_search(
+    conn: psycopg.Connection, embedder: Embedder, settings: Settings, tenant_id: str, request: SearchRequest
+) -> tuple[list[tuple[str, Hit]], float]:
+    """(type, hit) pairs best first, and the time taken in ms; every search is logged."""
+    started = time.perf_counter()
+    _cache.ttl_minutes = settings.query_cache_minutes
+    vector = None if request.mode == "keyword" else _cache.vector(conn, embedder, request.query)
+    scope = scope_of(tenant_id, request)
+    fusion = FusionWeights(settings.rrf_k, settings.rrf_semantic_weight, settings.rrf_keyword_weight)
+    ranked: list[tuple[str, Hit]] = []
+    for type_name in dict.fromkeys(request.types):
+        searcher = SEARCHERS.get(type_name)
+        if searcher is None:
+            continue  # the type exists in the contract but holds nothing yet
+        hits = searcher(
+            conn, scope, mode=request.mode, query=request.query, query_vector=vector, model_id=embedder.model_id,
+            dimension=embedder.dimension, top_k=request.top_k, threshold=request.threshold, fusion=fusion,
+        )  # fmt: skip
+        ranked.extend((type_name, hit) for hit in hits)
+    ranked.sort(key=lambda pair: pair[1].score, reverse=True)
+    ranked = ranked[: request.top_k]
+    took_ms = (time.perf_counter() - started) * 1000
+    log_query(conn, tenant_id, request, [hit for _, hit in ranked], took_ms)
+    return ranked, took_ms
+
+
+def log_query(conn: psycopg.Connection, tenant_id: str, request: SearchRequest, hits: list[Hit], took_ms: float) -> None:
+    similarities = [h.similarity for h in hits if h.similarity is not None]
+    filters: dict[str, Any] = {
+        "project_ids": request.project_ids,
+        "document_ids": [str(d) for d in request.document_ids],
+        **(request.filters.model_dump(mode="json") if request.filters else {}),
+    }
+    conn.execute(
+        """INSERT INTO query_log (tenant_id, query, mode, types, filters, result_count, top_similarity,
+                                  mean_similarity, latency_ms)
+           VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)""",
+        (
+            tenant_id, request.query, request.mode, list(request.types), json.dumps(filters), len(hits),
+            max(similarities) if similarities else None,
+            sum(similarities) / len(similarities) if similarities else None, took_ms,
+        ),
+    )  # fmt: skip
