@@ -25,7 +25,7 @@ def free_port() -> int:
 def test_every_subcommand_has_help(capsys):
     parser = build_parser()
     commands = parser._subparsers._group_actions[0].choices  # noqa: SLF001 - argparse keeps them here
-    assert {"up", "down", "migrate", "ingest", "status", "search"} <= set(commands)
+    assert {"up", "down", "migrate", "ingest", "status", "search", "serve", "openapi", "report"} <= set(commands)
     for name in commands:
         with pytest.raises(SystemExit) as exit_info:
             parser.parse_args([name, "--help"])
@@ -40,6 +40,7 @@ def test_up_ingest_status_down(tmp_path, database_url):
         "DATABASE_URL": database_url,
         "RAG_LOCAL_DIR": str(tmp_path / "local"),
         "RAG_LOCAL_MOTO_PORT": str(free_port()),
+        "RAG_LOCAL_API_PORT": str(free_port()),
         "RAG_LOCAL_BUCKET": "cli-test",
     }
     env.pop("AWS_ENDPOINT_URL", None)

@@ -9,7 +9,7 @@ import psycopg
 import pytest
 
 from rag.parsing.model import Chunk, ParsedDocument, Turn
-from rag.search.semantic import semantic_search
+from rag.search.engine import SearchScope, search_chunks
 from rag.store import documents as repo
 
 MODEL = "local/all-MiniLM-L6-v2"
@@ -85,23 +85,6 @@ def test_vector_count_must_match_chunks(db):
         repo.replace_document(db, source(), repo.DocumentFields(), parsed, chunks, [unit(1)], MODEL)
 
 
-class FixedEmbedder:
-    """Stands in for a model: the query vector is given (the model itself is tested elsewhere)."""
-
-    model_id = MODEL
-    dimension = 384
-    max_input_tokens = 254
-
-    def __init__(self, vector: list[float]):
-        self.vector = vector
-
-    def count_tokens(self, text: str) -> int:
-        return len(text.split())
-
-    def embed(self, texts):
-        return [self.vector for _ in texts]
-
-
 def test_search_never_crosses_tenants_or_models(db):
     parsed, chunks = transcript(4)
     vector = unit(7)
@@ -111,7 +94,9 @@ def test_search_never_crosses_tenants_or_models(db):
         db, source("projects/p1/c.txt", "t1"), repo.DocumentFields(), parsed, chunks, [vector], "other/model"
     )
 
-    hits = semantic_search(db, FixedEmbedder(vector), tenant_id="t1", query="q", project_ids=["p1"], top_k=10)
+    hits = search_chunks(
+        db, SearchScope("t1", ("p1",)), mode="semantic", query="q", query_vector=vector, model_id=MODEL, dimension=384, top_k=10
+    )
 
     assert [h.source_uri for h in hits] == ["s3://b/projects/p1/a.txt"]
     assert hits[0].similarity == pytest.approx(1.0, abs=1e-5)

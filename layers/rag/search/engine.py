@@ -130,8 +130,23 @@ def _keyword_cte(where: str, join_documents: str) -> str:
             ORDER BY score DESC, ct.chunk_id LIMIT %(candidates)s) k)"""
 
 
-def search_chunks(
-    conn: psycopg.Connection,
+def search_chunks(conn: psycopg.Connection, scope: SearchScope, **options: Any) -> list[Hit]:
+    """The top chunks for a query under ``scope`` (options: see ``chunk_search_statement``)."""
+    statement, params = chunk_search_statement(scope, **options)
+    with conn.transaction():
+        set_search_options(conn)
+        rows = conn.execute(statement, params, prepare=False).fetchall()
+    return [Hit(*row) for row in rows]
+
+
+def set_search_options(conn: psycopg.Connection) -> None:
+    """Per-transaction settings every search statement runs with (SET LOCAL: safe with pooled connections)."""
+    conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+    # A generic plan cannot use the per-model partial index or the tenant's statistics.
+    conn.execute("SET LOCAL plan_cache_mode = force_custom_plan")
+
+
+def chunk_search_statement(
     scope: SearchScope,
     *,
     mode: Mode,
@@ -143,8 +158,8 @@ def search_chunks(
     threshold: float = 0.0,
     fusion: FusionWeights = FusionWeights(),
     candidates: int | None = None,
-) -> list[Hit]:
-    """The top ``top_k`` chunks for ``query`` under ``scope``; ``query_vector`` is needed unless mode is keyword."""
+) -> tuple[str, dict[str, Any]]:
+    """SQL and parameters for the top ``top_k`` chunks; ``query_vector`` is needed unless mode is keyword."""
     if mode != "keyword" and query_vector is None:
         raise ValueError(f"{mode} search needs the query's vector")
     where, params, needs_documents = _scope_filter(scope)
@@ -184,9 +199,4 @@ def search_chunks(
         FROM ranked r JOIN chunks c ON c.id = r.id JOIN documents d ON d.id = c.document_id
         WHERE c.tenant_id = %(tenant)s
         ORDER BY r.score DESC, r.id"""
-    with conn.transaction():
-        conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-        # A generic plan cannot use the per-model partial index or the tenant's statistics.
-        conn.execute("SET LOCAL plan_cache_mode = force_custom_plan")
-        rows = conn.execute(statement, params, prepare=False).fetchall()
-    return [Hit(*row) for row in rows]
+    return statement, params

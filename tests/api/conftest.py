@@ -1,0 +1,56 @@
+"""A small corpus for the query API, ingested through the real ingest path (moto S3, local model)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from rag_local.api_server import http_api_event
+from rag_local.lambdas import LocalContext, load_handler_module
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "transcripts"
+BUCKET = "api-test"
+
+
+@pytest.fixture(scope="module")
+def corpus(database_url, local_embedder) -> dict[str, str]:
+    """Examples for tenant 'acme' (project 'remote') and one meeting for tenant 'globex'; key -> document id."""
+    from rag.aws import _client
+    from rag.config import get_settings
+    from rag.events import ObjectChange
+    from rag.ingest import build_ingestor
+    from rag.store.connection import connect
+
+    with connect(database_url) as conn:
+        conn.execute("TRUNCATE documents CASCADE; TRUNCATE keyword_stats, query_log")
+    ids = {}
+    with mock_aws():
+        _client.cache_clear()
+        s3 = boto3.client("s3", region_name="us-east-1")
+        s3.create_bucket(Bucket=BUCKET)
+        uploads = [(f"projects/remote/{p.name}", p.read_bytes(), "acme") for p in sorted(EXAMPLES.iterdir())]
+        uploads.append(
+            ("projects/remote/globex-secret.txt", b"Zed: The globex zanzibar budget is secret.\nYves: Agreed, zanzibar stays internal.", "globex")
+        )
+        for key, data, tenant in uploads:
+            s3.put_object(Bucket=BUCKET, Key=key, Body=data, Metadata={"tenant": tenant})
+        ingestor = build_ingestor(get_settings())
+        for key, _, _ in uploads:
+            result = ingestor.apply(ObjectChange("created", BUCKET, key))
+            assert result.outcome == "ingested", result
+            ids[key] = result.document_id
+        _client.cache_clear()
+    return ids
+
+
+def call(method: str, path: str, body: Any = None, *, tenant: str | None = "acme", content_type: str = "application/json", raw: bytes | None = None) -> tuple[int, dict]:
+    handler = load_handler_module("query").lambda_handler
+    payload = raw if raw is not None else (json.dumps(body).encode() if body is not None else b"")
+    event = http_api_event(method, path, {"Content-Type": content_type}, payload, tenant, "test-key")
+    response = handler(event, LocalContext(function_name="query"))
+    return int(response["statusCode"]), json.loads(response["body"] or "{}")

@@ -1,0 +1,144 @@
+"""The search statements on synthetic vectors: filtered top-k, index use, exact BM25, fusion."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+
+import numpy as np
+import pytest
+
+from rag.parsing.model import Chunk, ParsedDocument
+from rag.search.engine import SearchScope, chunk_search_statement, search_chunks, set_search_options
+from rag.store import documents as repo
+from rag.store.bulk import DocumentLoad, bulk_load
+from rag.store.connection import connect
+
+MODEL, DIM = "test/synthetic-384", 384
+N_DOCS, CHUNKS_PER_DOC = 100, 100  # 10,000 chunks; project "small" holds 1% of them
+WORDS = "battery supplier march budget remote button chime plastic launch risk price retail logo charger".split()
+
+
+def unit_rows(n: int, seed: int) -> np.ndarray:
+    vectors = np.random.default_rng(seed).standard_normal((n, DIM), dtype=np.float32)
+    return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+
+def text_for(doc: int, i: int) -> str:
+    rng = np.random.default_rng(doc * 1000 + i)
+    return " ".join(rng.choice(WORDS, size=12)) + f" item{doc}x{i}"
+
+
+@pytest.fixture(scope="module")
+def corpus(database_url):
+    conn = connect(database_url)
+    conn.execute("TRUNCATE documents CASCADE; TRUNCATE keyword_stats")
+    vectors = unit_rows(N_DOCS * CHUNKS_PER_DOC, seed=1)
+    loads = []
+    for d in range(N_DOCS):
+        texts = [text_for(d, i) for i in range(CHUNKS_PER_DOC)]
+        body = "\n".join(texts)
+        chunks, offset = [], 0
+        for i, text in enumerate(texts):
+            chunks.append(Chunk(index=i, text=text, start_char=offset, end_char=offset + len(text), token_count=13))
+            offset += len(text) + 1
+        project = "small" if d == 0 else "big"
+        source = repo.SourceObject("t1", project, "b", f"projects/{project}/doc{d}.txt", content_sha256=str(d))
+        parsed = ParsedDocument(kind="document", format="text", text=body)
+        loads.append(DocumentLoad(source, repo.DocumentFields(), parsed, chunks, vectors[d * CHUNKS_PER_DOC : (d + 1) * CHUNKS_PER_DOC]))
+    bulk_load(conn, loads, MODEL, DIM)
+    conn.execute("ANALYZE chunks; ANALYZE chunk_terms; ANALYZE documents")
+    yield conn, vectors
+    conn.execute("TRUNCATE documents CASCADE; TRUNCATE keyword_stats")
+    conn.close()
+
+
+def semantic(conn, scope, vector, k=10):
+    return search_chunks(conn, scope, mode="semantic", query="", query_vector=vector, model_id=MODEL, dimension=DIM, top_k=k)
+
+
+def plan(conn, scope, vector, mode="semantic", k=10) -> str:
+    statement, params = chunk_search_statement(scope, mode=mode, query="battery", query_vector=vector, model_id=MODEL, dimension=DIM, top_k=k)
+    with conn.transaction():
+        set_search_options(conn)
+        return "\n".join(r[0] for r in conn.execute("EXPLAIN " + statement, params, prepare=False))
+
+
+def test_a_filter_matching_one_percent_still_returns_top_k(corpus):
+    conn, vectors = corpus
+    query = unit_rows(1, seed=99)[0]
+    hits = semantic(conn, SearchScope("t1", ("small",)), query, k=10)
+    assert len(hits) == 10 and {h.project_id for h in hits} == {"small"}
+    exact = np.argsort(-(vectors[:CHUNKS_PER_DOC] @ query))[:10]  # project "small" = the first document
+    assert {h.content.rsplit(" ", 1)[1] for h in hits} == {f"item0x{i}" for i in exact}
+
+
+def test_the_hnsw_index_serves_semantic_search(corpus):
+    conn, _ = corpus
+    query = unit_rows(1, seed=7)[0]
+    assert "chunks_emb_test_synthetic_384_384" in plan(conn, SearchScope("t1", ("big",)), query)
+    assert "chunks_emb_test_synthetic_384_384" in plan(conn, SearchScope("t1"), query)
+    hits = semantic(conn, SearchScope("t1", ("big",)), query, k=50)
+    assert len(hits) == 50
+
+
+def test_the_postings_index_serves_keyword_search(corpus):
+    conn, _ = corpus
+    assert "chunk_terms_pkey" in plan(conn, SearchScope("t1", ("small",)), None, mode="keyword")
+
+
+def bm25_reference(docs: dict[int, list[str]], query: list[str], k1=1.2, b=0.75) -> dict[int, float]:
+    n = len(docs)
+    avgdl = sum(len(t) for t in docs.values()) / n
+    df = Counter(term for terms in docs.values() for term in set(terms))
+    scores = {}
+    for doc_id, terms in docs.items():
+        tf = Counter(terms)
+        score = sum(
+            math.log(1 + (n - df[q] + 0.5) / (df[q] + 0.5)) * tf[q] * (k1 + 1) / (tf[q] + k1 * (1 - b + b * len(terms) / avgdl))
+            for q in set(query) if q in tf
+        )
+        if score > 0:
+            scores[doc_id] = score
+    return scores
+
+
+def test_keyword_scores_equal_a_reference_bm25(corpus):
+    conn, _ = corpus
+    rows = conn.execute(
+        "SELECT c.id, array_agg(t.lexeme ORDER BY t.lexeme), array_agg(cardinality(t.positions) ORDER BY t.lexeme) "
+        "FROM chunks c CROSS JOIN LATERAL unnest(c.search_tsv) t WHERE c.project_id = 'small' GROUP BY c.id"
+    ).fetchall()
+    docs = {cid: [lex for lex, n in zip(lexemes, counts) for _ in range(n)] for cid, lexemes, counts in rows}
+    query_terms = conn.execute("SELECT tsvector_to_array(to_tsvector('english', 'battery chimes and the retail price'))").fetchone()[0]
+    reference = bm25_reference(docs, query_terms)
+    expected = sorted(reference.items(), key=lambda kv: (-kv[1], kv[0]))[:20]
+
+    hits = search_chunks(conn, SearchScope("t1", ("small",)), mode="keyword", query="battery chimes and the retail price",
+                         query_vector=None, model_id=MODEL, dimension=DIM, top_k=20)  # fmt: skip
+
+    assert [h.id for h in hits] == [cid for cid, _ in expected]
+    assert [h.score for h in hits] == pytest.approx([score for _, score in expected], rel=1e-9)
+
+
+def test_hybrid_finds_what_only_one_side_finds(corpus):
+    conn, vectors = corpus
+    rare_doc, rare_chunk = 37, 5
+    rare_term = f"item{rare_doc}x{rare_chunk}"  # a unique token: only the keyword side can find it
+    target = vectors[rare_doc * CHUNKS_PER_DOC + rare_chunk - 1]  # a different chunk: only the semantic side
+    hits = search_chunks(conn, SearchScope("t1", ("big",)), mode="hybrid", query=rare_term, query_vector=target,
+                         model_id=MODEL, dimension=DIM, top_k=5)  # fmt: skip
+    tails = [h.content.rsplit(" ", 1)[1] for h in hits]
+    assert rare_term in tails
+    assert f"item{rare_doc}x{rare_chunk - 1}" in tails
+    semantic_only = semantic(conn, SearchScope("t1", ("big",)), target, k=5)
+    assert rare_term not in [h.content.rsplit(" ", 1)[1] for h in semantic_only]
+
+
+def test_threshold_cuts_the_semantic_side(corpus):
+    conn, vectors = corpus
+    hits = search_chunks(conn, SearchScope("t1", ("big",)), mode="semantic", query="", query_vector=vectors[500],
+                         model_id=MODEL, dimension=DIM, top_k=10, threshold=0.9)  # fmt: skip
+    assert len(hits) == 1 and hits[0].similarity == pytest.approx(1.0, abs=1e-5)
+    assert re.search(r"item5x0$", hits[0].content)
