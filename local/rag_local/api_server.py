@@ -80,7 +80,12 @@ def make_server(settings: Settings, port: int | None = None) -> ThreadingHTTPSer
             key = auth[7:].strip() if auth.lower().startswith("bearer ") else None
             tenant = keys.get(key) if key else None
             event = http_api_event(self.command, self.path, dict(self.headers), body, tenant, key)
-            result = handler(event, LocalContext(function_name="query"))
+            try:
+                result = handler(event, LocalContext(function_name="query"))
+            except Exception:
+                # What API Gateway answers when the integration fails.
+                logger.exception("query handler failed on %s %s", self.command, self.path)
+                result = {"statusCode": 500, "headers": {"Content-Type": "application/json"}, "body": '{"message":"Internal Server Error"}'}
             payload = result.get("body") or ""
             raw = base64.b64decode(payload) if result.get("isBase64Encoded") else payload.encode()
             self._reply(result.get("statusCode", 200), result.get("headers") or {}, raw)
@@ -95,6 +100,11 @@ def make_server(settings: Settings, port: int | None = None) -> ThreadingHTTPSer
             self.end_headers()
             self.wfile.write(raw)
 
-        do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = _serve
+        def __getattr__(self, name: str) -> Any:
+            # Every method (QUERY, PROPFIND, ...) goes to the handler, which answers 404 for
+            # routes it does not have, as API Gateway would; http.server would say 501.
+            if name.startswith("do_"):
+                return self._serve
+            raise AttributeError(name)
 
     return ThreadingHTTPServer(("127.0.0.1", settings.local_api_port if port is None else port), Handler)

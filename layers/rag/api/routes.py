@@ -209,4 +209,29 @@ def handle(event: dict[str, Any], context: Any) -> dict[str, Any]:
                 "body": json.dumps({"error": {"code": "unauthenticated", "message": str(exc)}}),
                 "isBase64Encoded": False,
             }
+    if problem := _body_problem(event):
+        return {
+            "statusCode": 400,
+            "headers": {"Content-Type": "application/json"},
+            "body": json.dumps({"error": {"code": problem[0], "message": problem[1]}}),
+            "isBase64Encoded": False,
+        }
     return app.resolve(event, context)
+
+
+def _body_problem(event: dict[str, Any]) -> tuple[str, str] | None:
+    """A body that is not UTF-8 JSON text is refused here, before the resolver tries to read it."""
+    body = event.get("body")
+    if not body:
+        return None
+    content_type = ((event.get("headers") or {}).get("content-type") or "").lower()
+    if not content_type.startswith("application/json"):
+        return "unsupported_content_type", "send the body as JSON with Content-Type: application/json"
+    if event.get("isBase64Encoded"):
+        import base64
+
+        try:
+            base64.b64decode(body).decode("utf-8")
+        except (ValueError, UnicodeDecodeError):
+            return "invalid_json", "the request body is not UTF-8 JSON"
+    return None
