@@ -1,0 +1,126 @@
+"""Query benchmark: handler latency and recall@10 of the indexed path against an exact scan.
+
+    .venv/bin/python bench/query_latency.py [--chunks 100000] [--queries 200]
+
+Synthetic unit vectors (384 d) in projects of varied size: "p1" holds 1% of the
+chunks, "p10" 10%, the rest the other 89%; a filter on all projects is 100%. For
+each selectivity, --queries searches run through the query Lambda handler (API
+Gateway v2 events, semantic mode, top_k 10, query vectors precomputed and cached so
+the embedding time is not in the latency; it is reported separately for the local
+model), and recall@10 compares the results with an exact (sequential) scan.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import bench_database  # noqa: E402
+from write_path import TEXT, unit_vectors  # noqa: E402
+
+from rag.config import REPO_ROOT  # noqa: E402
+from rag.parsing.model import Chunk, ParsedDocument  # noqa: E402
+from rag.store import documents as repo  # noqa: E402
+from rag.store.bulk import DocumentLoad, bulk_load  # noqa: E402
+from rag.store.connection import connect  # noqa: E402
+from rag.store.migrations import migrate  # noqa: E402
+
+MODEL = "local/all-MiniLM-L6-v2"  # the configured model, so the handler's searches use this index
+DOC_CHUNKS = 1000
+
+
+def load(conn, n: int) -> np.ndarray:
+    vectors = unit_vectors(n, 384, seed=42)
+    sizes = {"p1": n // 100, "p10": n // 10}
+    sizes["rest"] = n - sum(sizes.values())
+    loads, start = [], 0
+    for project, size in sizes.items():
+        for offset in range(0, size, DOC_CHUNKS):
+            count = min(DOC_CHUNKS, size - offset)
+            chunks = [Chunk(index=i, text=TEXT[:200], start_char=0, end_char=200, token_count=40) for i in range(count)]
+            source = repo.SourceObject("bench", project, "bench", f"projects/{project}/{start}.txt", content_sha256=str(start))
+            parsed = ParsedDocument(kind="document", format="text", text=TEXT[:200])
+            loads.append(DocumentLoad(source, repo.DocumentFields(), parsed, chunks, vectors[start : start + count]))
+            start += count
+    started = time.perf_counter()
+    bulk_load(conn, loads, MODEL, 384, maintenance_work_mem="4GB")
+    conn.execute("ANALYZE")
+    print(f"loaded {n} chunks (+HNSW build) in {time.perf_counter() - started:.0f} s", flush=True)
+    return vectors
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--chunks", type=int, default=100_000)
+    parser.add_argument("--queries", type=int, default=200)
+    args = parser.parse_args()
+
+    import os
+
+    from rag.config import get_settings
+    from rag.search import service
+    from rag.search.query_cache import normalize_query
+    from rag_local.api_server import http_api_event
+    from rag_local.lambdas import LocalContext, load_handler_module
+
+    with bench_database() as url:
+        os.environ["DATABASE_URL"] = url
+        os.environ["POWERTOOLS_METRICS_DISABLED"] = "true"
+        get_settings.cache_clear()
+        with connect(url, register=False) as conn:
+            migrate(conn, REPO_ROOT / "sql", {})
+            from pgvector.psycopg import register_vector
+
+            register_vector(conn)
+            load(conn, args.chunks)
+            queries = unit_vectors(args.queries, 384, seed=7)
+            handler = load_handler_module("query").lambda_handler
+            # Query vectors go into the warm LRU: the latency below is search, not embedding.
+            for i, q in enumerate(queries):
+                service._cache._lru[(MODEL, normalize_query(f"q{i}"))] = q
+            print(f"{'filter':>8} {'p50 ms':>8} {'p95 ms':>8} {'recall@10':>10}")
+            for label, projects in (("1%", ["p1"]), ("10%", ["p10"]), ("100%", [])):
+                latencies, recalls = [], []
+                for i, q in enumerate(queries):
+                    body = {"query": f"q{i}", "mode": "semantic", "top_k": 10, "project_ids": projects}
+                    event = http_api_event("POST", "/v1/search", {"Content-Type": "application/json"}, json.dumps(body).encode(), "bench", "k")
+                    t0 = time.perf_counter()
+                    response = handler(event, LocalContext(function_name="query"))
+                    latencies.append((time.perf_counter() - t0) * 1000)
+                    got = {int(r["id"]) for r in json.loads(response["body"])["results"]}
+                    project_filter = "AND project_id = ANY(%s)" if projects else "AND %s::text[] IS NOT NULL"
+                    with conn.transaction():
+                        conn.execute("SET LOCAL enable_indexscan = off; SET LOCAL enable_bitmapscan = off")
+                        exact = {
+                            row[0]
+                            for row in conn.execute(
+                                f"SELECT id FROM chunks WHERE tenant_id = 'bench' {project_filter} "
+                                "ORDER BY embedding::vector(384) <=> %s::vector(384) LIMIT 10",
+                                (projects, q),
+                            )
+                        }
+                    recalls.append(len(got & exact) / 10)
+                latencies.sort()
+                p95 = latencies[int(0.95 * (len(latencies) - 1))]
+                print(f"{label:>8} {statistics.median(latencies):8.1f} {p95:8.1f} {statistics.mean(recalls):10.3f}", flush=True)
+
+    from rag.embedding import get_embedder
+
+    embedder = get_embedder(get_settings())
+    embedder.embed(["warm up"])
+    t0 = time.perf_counter()
+    for i in range(20):
+        embedder.embed([f"what did we decide about the battery supplier, question {i}?"])
+    print(f"query embedding (local model, uncached): {(time.perf_counter() - t0) * 1000 / 20:.1f} ms per query")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
