@@ -2,7 +2,8 @@
 
     .venv/bin/python bench/query_latency.py [--chunks 100000] [--queries 200]
 
-Synthetic unit vectors (384 d) in projects of varied size: "p1" holds 1% of the
+Synthetic unit vectors (384 d; clustered around topic centres like text embeddings,
+or isotropic random with --vectors random) in projects of varied size: "p1" holds 1% of the
 chunks, "p10" 10%, the rest the other 89%; a filter on all projects is 100%. For
 each selectivity, --queries searches run through the query Lambda handler (API
 Gateway v2 events, semantic mode, top_k 10, query vectors precomputed and cached so
@@ -23,7 +24,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import bench_database  # noqa: E402
-from write_path import TEXT, unit_vectors  # noqa: E402
+from write_path import TEXT, clustered_vectors, unit_vectors  # noqa: E402
 
 from rag.config import REPO_ROOT  # noqa: E402
 from rag.parsing.model import Chunk, ParsedDocument  # noqa: E402
@@ -36,8 +37,8 @@ MODEL = "local/all-MiniLM-L6-v2"  # the configured model, so the handler's searc
 DOC_CHUNKS = 1000
 
 
-def load(conn, n: int) -> np.ndarray:
-    vectors = unit_vectors(n, 384, seed=42)
+def load(conn, n: int, make_vectors) -> np.ndarray:
+    vectors = make_vectors(n, 384, seed=42)
     sizes = {"p1": n // 100, "p10": n // 10}
     sizes["rest"] = n - sum(sizes.values())
     loads, start = [], 0
@@ -60,6 +61,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--chunks", type=int, default=100_000)
     parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--vectors", choices=["clustered", "random"], default="clustered",
+                        help="clustered (like text embeddings, default) or isotropic random (HNSW's worst case)")
     args = parser.parse_args()
 
     import os
@@ -79,8 +82,10 @@ def main() -> int:
             from pgvector.psycopg import register_vector
 
             register_vector(conn)
-            load(conn, args.chunks)
-            queries = unit_vectors(args.queries, 384, seed=7)
+            make_vectors = clustered_vectors if args.vectors == "clustered" else unit_vectors
+            load(conn, args.chunks, make_vectors)
+            queries = make_vectors(args.queries, 384, seed=7)
+            print(f"{args.vectors} vectors, hnsw.ef_search {get_settings().hnsw_ef_search}")
             handler = load_handler_module("query").lambda_handler
             # Query vectors go into the warm LRU: the latency below is search, not embedding.
             for i, q in enumerate(queries):

@@ -51,6 +51,7 @@ class Settings(BaseSettings):
     rrf_semantic_weight: float = Field(default=1.0, ge=0)
     rrf_keyword_weight: float = Field(default=1.0, ge=0)
     query_cache_minutes: int = Field(default=60, ge=0)
+    hnsw_ef_search: int = Field(default=100, ge=10, le=1000, description="HNSW candidate list per search")
 
     # --- embeddings -----------------------------------------------------------
     embedding_provider: EmbeddingProvider = "local"

@@ -130,18 +130,19 @@ def _keyword_cte(where: str, join_documents: str) -> str:
             ORDER BY score DESC, ct.chunk_id LIMIT %(candidates)s) k)"""
 
 
-def search_chunks(conn: psycopg.Connection, scope: SearchScope, **options: Any) -> list[Hit]:
+def search_chunks(conn: psycopg.Connection, scope: SearchScope, *, ef_search: int = 100, **options: Any) -> list[Hit]:
     """The top chunks for a query under ``scope`` (options: see ``chunk_search_statement``)."""
     statement, params = chunk_search_statement(scope, **options)
     with conn.transaction():
-        set_search_options(conn)
+        set_search_options(conn, ef_search)
         rows = conn.execute(statement, params, prepare=False).fetchall()
     return [Hit(*row) for row in rows]
 
 
-def set_search_options(conn: psycopg.Connection) -> None:
+def set_search_options(conn: psycopg.Connection, ef_search: int = 100) -> None:
     """Per-transaction settings every search statement runs with (SET LOCAL: safe with pooled connections)."""
     conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+    conn.execute(f"SET LOCAL hnsw.ef_search = {int(ef_search)}")
     # A generic plan cannot use the per-model partial index or the tenant's statistics.
     conn.execute("SET LOCAL plan_cache_mode = force_custom_plan")
 

@@ -53,6 +53,7 @@ def run_search(
         hits = searcher(
             conn, scope, mode=request.mode, query=request.query, query_vector=vector, model_id=embedder.model_id,
             dimension=embedder.dimension, top_k=request.top_k, threshold=request.threshold, fusion=fusion,
+            ef_search=settings.hnsw_ef_search,
         )  # fmt: skip
         ranked.extend((type_name, hit) for hit in hits)
     ranked.sort(key=lambda pair: pair[1].score, reverse=True)
