@@ -57,10 +57,25 @@ def load(conn, n: int, make_vectors) -> np.ndarray:
     return vectors
 
 
+def exact_top10(conn, projects: list[str], query: np.ndarray) -> set[int]:
+    """The true top 10 of a filter by a sequential scan, the reference for recall."""
+    project_filter = "AND project_id = ANY(%s)" if projects else "AND %s::text[] IS NOT NULL"
+    with conn.transaction():
+        conn.execute("SET LOCAL enable_indexscan = off; SET LOCAL enable_bitmapscan = off")
+        rows = conn.execute(
+            f"SELECT id FROM chunks WHERE tenant_id = 'bench' {project_filter} "
+            "ORDER BY embedding::vector(384) <=> %s::vector(384) LIMIT 10",
+            (projects, query),
+        )
+        return {row[0] for row in rows}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--chunks", type=int, default=100_000)
     parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--ef-search", default="",
+                        help="comma-separated hnsw.ef_search values to sweep on the same data (default: the configured one)")
     parser.add_argument("--vectors", choices=["clustered", "random"], default="clustered",
                         help="clustered (like text embeddings, default) or isotropic random (HNSW's worst case)")
     args = parser.parse_args()
@@ -85,36 +100,30 @@ def main() -> int:
             make_vectors = clustered_vectors if args.vectors == "clustered" else unit_vectors
             load(conn, args.chunks, make_vectors)
             queries = make_vectors(args.queries, 384, seed=7)
-            print(f"{args.vectors} vectors, hnsw.ef_search {get_settings().hnsw_ef_search}")
             handler = load_handler_module("query").lambda_handler
             # Query vectors go into the warm LRU: the latency below is search, not embedding.
             for i, q in enumerate(queries):
                 service._cache._lru[(MODEL, normalize_query(f"q{i}"))] = q
-            print(f"{'filter':>8} {'p50 ms':>8} {'p95 ms':>8} {'recall@10':>10}")
-            for label, projects in (("1%", ["p1"]), ("10%", ["p10"]), ("100%", [])):
-                latencies, recalls = [], []
-                for i, q in enumerate(queries):
-                    body = {"query": f"q{i}", "mode": "semantic", "top_k": 10, "project_ids": projects}
-                    event = http_api_event("POST", "/v1/search", {"Content-Type": "application/json"}, json.dumps(body).encode(), "bench", "k")
-                    t0 = time.perf_counter()
-                    response = handler(event, LocalContext(function_name="query"))
-                    latencies.append((time.perf_counter() - t0) * 1000)
-                    got = {int(r["id"]) for r in json.loads(response["body"])["results"]}
-                    project_filter = "AND project_id = ANY(%s)" if projects else "AND %s::text[] IS NOT NULL"
-                    with conn.transaction():
-                        conn.execute("SET LOCAL enable_indexscan = off; SET LOCAL enable_bitmapscan = off")
-                        exact = {
-                            row[0]
-                            for row in conn.execute(
-                                f"SELECT id FROM chunks WHERE tenant_id = 'bench' {project_filter} "
-                                "ORDER BY embedding::vector(384) <=> %s::vector(384) LIMIT 10",
-                                (projects, q),
-                            )
-                        }
-                    recalls.append(len(got & exact) / 10)
-                latencies.sort()
-                p95 = latencies[int(0.95 * (len(latencies) - 1))]
-                print(f"{label:>8} {statistics.median(latencies):8.1f} {p95:8.1f} {statistics.mean(recalls):10.3f}", flush=True)
+            filters = (("1%", ["p1"]), ("10%", ["p10"]), ("100%", []))
+            exact = {label: [exact_top10(conn, projects, q) for q in queries] for label, projects in filters}
+            for ef_search in [int(v) for v in args.ef_search.split(",") if v] or [get_settings().hnsw_ef_search]:
+                os.environ["RAG_HNSW_EF_SEARCH"] = str(ef_search)
+                get_settings.cache_clear()
+                print(f"\n{args.vectors} vectors, hnsw.ef_search {ef_search}")
+                print(f"{'filter':>8} {'p50 ms':>8} {'p95 ms':>8} {'recall@10':>10}")
+                for label, projects in filters:
+                    latencies, recalls = [], []
+                    for i, q in enumerate(queries):
+                        body = {"query": f"q{i}", "mode": "semantic", "top_k": 10, "project_ids": projects}
+                        event = http_api_event("POST", "/v1/search", {"Content-Type": "application/json"}, json.dumps(body).encode(), "bench", "k")
+                        t0 = time.perf_counter()
+                        response = handler(event, LocalContext(function_name="query"))
+                        latencies.append((time.perf_counter() - t0) * 1000)
+                        got = {int(r["id"]) for r in json.loads(response["body"])["results"]}
+                        recalls.append(len(got & exact[label][i]) / 10)
+                    latencies.sort()
+                    p95 = latencies[int(0.95 * (len(latencies) - 1))]
+                    print(f"{label:>8} {statistics.median(latencies):8.1f} {p95:8.1f} {statistics.mean(recalls):10.3f}", flush=True)
 
     from rag.embedding import get_embedder
 

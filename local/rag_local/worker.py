@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from rag_local.lambdas import LocalContext
@@ -34,8 +35,16 @@ def sqs_lambda_record(message: dict[str, Any], queue_arn: str, region: str) -> d
     }
 
 
-def poll_once(sqs: Any, queue_url: str, queue_arn: str, handler: Handler, *, wait_seconds: int = 1) -> int:
-    """Receive up to 10 messages, run the handler on them as one batch; return how many."""
+@dataclass(frozen=True)
+class Delivery:
+    """What one poll did: messages received, and how many of them the handler failed."""
+
+    received: int = 0
+    failed: int = 0
+
+
+def poll_once(sqs: Any, queue_url: str, queue_arn: str, handler: Handler, *, wait_seconds: int = 1) -> Delivery:
+    """Receive up to 10 messages and run the handler on them as one batch."""
     response = sqs.receive_message(
         QueueUrl=queue_url,
         MaxNumberOfMessages=10,
@@ -45,7 +54,7 @@ def poll_once(sqs: Any, queue_url: str, queue_arn: str, handler: Handler, *, wai
     )
     messages = response.get("Messages", [])
     if not messages:
-        return 0
+        return Delivery()
     region = queue_arn.split(":")[3]
     event = {"Records": [sqs_lambda_record(m, queue_arn, region) for m in messages]}
     try:
@@ -53,7 +62,7 @@ def poll_once(sqs: Any, queue_url: str, queue_arn: str, handler: Handler, *, wai
     except Exception:
         # As in Lambda: an invocation error leaves the whole batch for redelivery.
         logger.exception("ingest handler failed the whole batch of %d messages", len(messages))
-        return len(messages)
+        return Delivery(len(messages), len(messages))
     failed = {item["itemIdentifier"] for item in (result or {}).get("batchItemFailures", [])}
     done = [
         {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]}
@@ -64,7 +73,7 @@ def poll_once(sqs: Any, queue_url: str, queue_arn: str, handler: Handler, *, wai
         sqs.delete_message_batch(QueueUrl=queue_url, Entries=done)
     if failed:
         logger.warning("%d of %d messages failed and will be retried", len(failed), len(messages))
-    return len(messages)
+    return Delivery(len(messages), len(failed))
 
 
 def run(sqs: Any, queue_url: str, queue_arn: str, handler: Handler, stop: threading.Event) -> None:

@@ -47,13 +47,15 @@ def test_worker_deletes_only_what_the_handler_reports_as_processed(aws):
     s3.put_object(Bucket="bucket", Key="projects/p/bad.txt", Body=b"A: hi")
     s3.put_object(Bucket="bucket", Key="elsewhere/ignored.txt", Body=b"A: hi")  # outside the notification prefix
 
-    handled = 0
-    while (n := poll_once(sqs, queue.url, queue.arn, handler, wait_seconds=0)) > 0:
-        handled += n
+    handled = failed = 0
+    while (delivery := poll_once(sqs, queue.url, queue.arn, handler, wait_seconds=0)).received > 0:
+        handled += delivery.received
+        failed += delivery.failed
 
     keys = [key for batch in seen for key in batch]
     assert "projects/p/good.txt" in keys and "projects/p/bad.txt" in keys
     assert "elsewhere/ignored.txt" not in keys
+    assert failed == 1
     attrs = sqs.get_queue_attributes(QueueUrl=queue.url, AttributeNames=["All"])["Attributes"]
     assert attrs["ApproximateNumberOfMessagesNotVisible"] == "1"  # only the failed one waits for a retry
 
@@ -65,6 +67,7 @@ def test_a_handler_crash_leaves_the_whole_batch_for_redelivery(aws):
     def crash(event, context):
         raise ConnectionError("database is down")
 
-    assert poll_once(sqs, queue.url, queue.arn, crash, wait_seconds=0) >= 1
+    delivery = poll_once(sqs, queue.url, queue.arn, crash, wait_seconds=0)
+    assert delivery.received >= 1 and delivery.failed == delivery.received
     attrs = sqs.get_queue_attributes(QueueUrl=queue.url, AttributeNames=["All"])["Attributes"]
     assert int(attrs["ApproximateNumberOfMessagesNotVisible"]) >= 1

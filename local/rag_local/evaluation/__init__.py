@@ -1,0 +1,1 @@
+"""``rag eval``: retrieval quality of the real ingest and query paths on graded meeting transcripts."""
