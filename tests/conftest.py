@@ -24,6 +24,22 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).parent / "fixtures"
 
 
+@pytest.fixture(autouse=True)
+def isolated_environment() -> Iterator[None]:
+    """Each test gets back the environment it started with.
+
+    The CLI points ``AWS_ENDPOINT_URL`` at the local moto server when it runs in-process;
+    left behind, that would send every later moto-backed test to a server that is not there.
+    """
+    saved = dict(os.environ)
+    yield
+    os.environ.clear()
+    os.environ.update(saved)
+    from rag.config import get_settings
+
+    get_settings.cache_clear()
+
+
 def _server_url_and_cleanup() -> tuple[str, bool]:
     from rag.config import Settings
 
