@@ -20,6 +20,9 @@ if TYPE_CHECKING:
 MIGRATION_FILE = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
 _LOCK_ID = 7_320_114_001  # any constant shared by every migrator of this schema
 
+# Tables with an ``embedding``/``embedding_model`` pair: each gets a partial HNSW index per model.
+EMBEDDED_TABLES = ("chunks", "segments", "decisions", "risks", "opportunities", "tasks")
+
 
 @dataclass(frozen=True)
 class Migration:
@@ -68,8 +71,11 @@ def migrate(conn: psycopg.Connection, migrations_dir: Path, embedding_models: di
                 (migration.version, migration.name, migration.checksum),
             )
             applied.append(migration.version)
+        existing = {row[0] for row in conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = current_schema()")}
         for model_id, dimension in embedding_models.items():
-            ensure_embedding_index(conn, "chunks", model_id, dimension)
+            for table in EMBEDDED_TABLES:
+                if table in existing:
+                    ensure_embedding_index(conn, table, model_id, dimension)
     return applied
 
 
