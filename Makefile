@@ -11,7 +11,7 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[local,dev]'
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[local,dev,infra]'
 	touch $(STAMP)
 
 venv: $(STAMP)
