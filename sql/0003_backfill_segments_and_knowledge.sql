@@ -41,7 +41,8 @@ CREATE INDEX IF NOT EXISTS segments_tenant_project_idx ON segments (tenant_id, p
 CREATE INDEX IF NOT EXISTS segments_search_tsv_idx ON segments USING gin (search_tsv);
 
 -- Columns shared by the four knowledge tables: where the item came from and how to find it.
---   document_id, segment_id, tenant_id, project_id, start_turn/end_turn, description,
+--   document_id, segment_id, tenant_id, project_id, start_turn/end_turn (inclusive),
+--   start_char/end_char (into documents.body), speakers, description,
 --   evidence (the words it was taken from), method (llm | rules), embedding(+model), search_tsv.
 
 CREATE TABLE IF NOT EXISTS decisions (
@@ -52,6 +53,9 @@ CREATE TABLE IF NOT EXISTS decisions (
     project_id      text NOT NULL,
     start_turn      integer,
     end_turn        integer,
+    start_char      integer NOT NULL,
+    end_char        integer NOT NULL,
+    speakers        text[] NOT NULL DEFAULT '{}',
     description     text NOT NULL,
     evidence        text,
     method          text NOT NULL,
@@ -74,6 +78,9 @@ CREATE TABLE IF NOT EXISTS risks (
     project_id      text NOT NULL,
     start_turn      integer,
     end_turn        integer,
+    start_char      integer NOT NULL,
+    end_char        integer NOT NULL,
+    speakers        text[] NOT NULL DEFAULT '{}',
     description     text NOT NULL,
     evidence        text,
     method          text NOT NULL,
@@ -96,6 +103,9 @@ CREATE TABLE IF NOT EXISTS opportunities (
     project_id      text NOT NULL,
     start_turn      integer,
     end_turn        integer,
+    start_char      integer NOT NULL,
+    end_char        integer NOT NULL,
+    speakers        text[] NOT NULL DEFAULT '{}',
     description     text NOT NULL,
     evidence        text,
     method          text NOT NULL,
@@ -117,6 +127,9 @@ CREATE TABLE IF NOT EXISTS tasks (
     project_id      text NOT NULL,
     start_turn      integer,
     end_turn        integer,
+    start_char      integer NOT NULL,
+    end_char        integer NOT NULL,
+    speakers        text[] NOT NULL DEFAULT '{}',
     description     text NOT NULL,
     evidence        text,
     method          text NOT NULL,
