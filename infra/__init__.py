@@ -1,0 +1,1 @@
+"""The CDK app of meeting-rag: one construct per concern."""

@@ -1,0 +1,1 @@
+"""One construct per concern (storage, database, ingest, query, backfill, monitoring)."""
