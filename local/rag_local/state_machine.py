@@ -1,0 +1,189 @@
+"""Run the backfill state machine that CDK synthesizes, locally, in moto's Step Functions engine.
+
+The definition is never rewritten by hand: ``synthesize_backfill_template`` synthesizes
+``infra.constructs.backfill_state_machine.BackfillStateMachine`` in a small stack, and
+``definition_from_template`` only resolves the intrinsic functions CloudFormation would
+(the Lambda ARNs, the partition). ``run_backfill_state_machine`` executes it with moto
+(in-process) and dispatches every Lambda task to the in-process stage handler of
+``functions/backfill/handler.py``, so local runs and tests exercise the deployed definition.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+from unittest import mock
+
+from rag_local.lambdas import LocalContext, load_handler_module
+
+STAGE_HANDLERS = {"segment": "segment_handler", "embed": "embed_handler", "extract": "extract_handler"}
+ACCOUNT = "123456789012"
+REGION = "us-east-1"
+
+# An in-process Lambda: event -> response (raises like a function error).
+Dispatch = Callable[[dict[str, Any]], Any]
+
+
+def synthesize_backfill_template(*, retry_interval_seconds: int = 1, max_iterations: int = 100) -> dict[str, Any]:
+    """The CloudFormation template of a stack holding only the backfill state machine.
+
+    Its Lambdas are inline stubs named after the real handlers (``handler.segment_handler``,
+    ...): only their ARNs matter, the state machine is the construct the CDK app deploys.
+    """
+    import aws_cdk as cdk
+    from aws_cdk import aws_lambda as lambda_
+
+    from infra.constructs.backfill_state_machine import BackfillStateMachine
+
+    app = cdk.App()
+    stack = cdk.Stack(app, "BackfillStateMachineLocal", env=cdk.Environment(account=ACCOUNT, region=REGION))
+    functions = {
+        stage: lambda_.Function(
+            stack,
+            f"{stage.capitalize()}Function",
+            runtime=lambda_.Runtime.PYTHON_3_12,
+            handler=f"handler.{handler}",
+            code=lambda_.Code.from_inline("def handler(event, context):\n    raise NotImplementedError\n"),
+        )
+        for stage, handler in STAGE_HANDLERS.items()
+    }
+    BackfillStateMachine(
+        stack,
+        "Backfill",
+        segment=functions["segment"],
+        embed=functions["embed"],
+        extract=functions["extract"],
+        max_iterations=max_iterations,
+        retry_interval=cdk.Duration.seconds(retry_interval_seconds),
+    )
+    return app.synth().get_stack_by_name(stack.stack_name).template
+
+
+def stage_function_ids(template: Mapping[str, Any]) -> dict[str, str]:
+    """Logical id of each stage's Lambda, found by its handler (``handler.<stage>_handler``)."""
+    by_handler = {f"handler.{handler}": stage for stage, handler in STAGE_HANDLERS.items()}
+    found = {}
+    for logical_id, resource in template["Resources"].items():
+        if resource["Type"] == "AWS::Lambda::Function":
+            stage = by_handler.get(resource["Properties"].get("Handler", ""))
+            if stage:
+                found[stage] = logical_id
+    missing = set(STAGE_HANDLERS) - set(found)
+    if missing:
+        raise ValueError(f"template has no Lambda for stage(s) {sorted(missing)} (expected handlers handler.<stage>_handler)")
+    return found
+
+
+def definition_from_template(template: Mapping[str, Any], function_arns: Mapping[str, str]) -> dict[str, Any]:
+    """The state machine's ASL with ``Fn::GetAtt [<logical id>, Arn]`` replaced by ``function_arns[logical id]``."""
+    machines = [r for r in template["Resources"].values() if r["Type"] == "AWS::StepFunctions::StateMachine"]
+    if len(machines) != 1:
+        raise ValueError(f"expected one AWS::StepFunctions::StateMachine in the template, found {len(machines)}")
+    return json.loads(_resolve(machines[0]["Properties"]["DefinitionString"], function_arns))
+
+
+def _resolve(value: Any, function_arns: Mapping[str, str]) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict) and "Fn::Join" in value:
+        separator, parts = value["Fn::Join"]
+        return separator.join(_resolve(part, function_arns) for part in parts)
+    if isinstance(value, dict) and "Fn::GetAtt" in value:
+        logical_id, attribute = value["Fn::GetAtt"]
+        if attribute == "Arn" and logical_id in function_arns:
+            return function_arns[logical_id]
+    if value == {"Ref": "AWS::Partition"}:
+        return "aws"
+    if value == {"Ref": "AWS::Region"}:
+        return REGION
+    if value == {"Ref": "AWS::AccountId"}:
+        return ACCOUNT
+    raise ValueError(f"cannot resolve {value!r} in the state machine definition")
+
+
+def function_arn(stage: str) -> str:
+    return f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:backfill-{stage}"
+
+
+def backfill_definition(**synth_options: Any) -> dict[str, Any]:
+    """The synthesized definition with each stage's Lambda at ``function_arn(stage)``."""
+    template = synthesize_backfill_template(**synth_options)
+    ids = stage_function_ids(template)
+    return definition_from_template(template, {logical_id: function_arn(stage) for stage, logical_id in ids.items()})
+
+
+def stage_handlers() -> dict[str, Dispatch]:
+    """The in-process handlers of ``functions/backfill/handler.py`` by stage."""
+    module = load_handler_module("backfill")
+    return {
+        stage: (lambda event, _name=name: getattr(module, _name)(event, LocalContext(function_name=f"backfill-{stage}")))
+        for stage, name in STAGE_HANDLERS.items()
+    }
+
+
+@contextmanager
+def lambdas_dispatched_to(dispatch: Mapping[str, Dispatch]) -> Iterator[None]:
+    """While active, moto's Docker-less Lambda runs ``dispatch[stage]`` for ``function_arn(stage)``.
+
+    A handler that raises becomes a Lambda function error (``errorType`` = the exception's
+    class name), which is what the definition's Retry and Catch match on.
+    """
+    from moto.awslambda_simple.models import LambdaSimpleBackend
+
+    by_arn = {function_arn(stage): handler for stage, handler in dispatch.items()}
+    by_name = {arn.rsplit(":", 1)[1]: handler for arn, handler in by_arn.items()}
+
+    def invoke(backend: Any, function_name: str, qualifier: Any, body: Any, headers: Any, response_headers: dict) -> bytes:
+        handler = by_arn.get(function_name) or by_name.get(function_name)
+        if handler is None:
+            response_headers["x-amz-function-error"] = "Unhandled"
+            return json.dumps({"errorType": "ResourceNotFound", "errorMessage": f"no function {function_name}"}).encode()
+        event = json.loads(body) if body else {}
+        try:
+            return json.dumps(handler(event)).encode()
+        except Exception as exc:  # what Lambda does with an unhandled exception
+            response_headers["x-amz-function-error"] = "Unhandled"
+            return json.dumps({"errorType": type(exc).__name__, "errorMessage": str(exc)}).encode()
+
+    with mock.patch.object(LambdaSimpleBackend, "invoke", invoke):
+        yield
+
+
+def run_backfill_state_machine(
+    execution_input: Mapping[str, Any],
+    *,
+    definition: Mapping[str, Any] | None = None,
+    dispatch: Mapping[str, Dispatch] | None = None,
+    poll_seconds: float = 0.05,
+    timeout_seconds: float = 3600,
+) -> dict[str, Any]:
+    """Execute the synthesized definition in moto; returns ``describe_execution`` plus its parsed output."""
+    import boto3
+    from moto import mock_aws
+
+    definition = definition or backfill_definition()
+    dispatch = dispatch or stage_handlers()
+    config = {"stepfunctions": {"execute_state_machine": True}, "lambda": {"use_docker": False}}
+    with mock_aws(config=config), lambdas_dispatched_to(dispatch):
+        sfn = boto3.client("stepfunctions", region_name=REGION)
+        machine = sfn.create_state_machine(
+            name="backfill",
+            definition=json.dumps(definition),
+            roleArn=f"arn:aws:iam::{ACCOUNT}:role/backfill-state-machine",
+        )
+        execution_arn = sfn.start_execution(stateMachineArn=machine["stateMachineArn"], input=json.dumps(execution_input))[
+            "executionArn"
+        ]
+        deadline = time.monotonic() + timeout_seconds
+        while True:
+            execution = sfn.describe_execution(executionArn=execution_arn)
+            if execution["status"] != "RUNNING" or time.monotonic() > deadline:
+                break
+            time.sleep(poll_seconds)
+        history = sfn.get_execution_history(executionArn=execution_arn, maxResults=1000)["events"]
+    execution["output_json"] = json.loads(execution["output"]) if execution.get("output") else None
+    execution["history"] = history
+    return execution
