@@ -21,7 +21,7 @@ A sentence, after leading fillers ("okay, so, right, ...") are dropped, is a
   "could save", "upsell", "new market", "could expand / grow / win / sell". Type from
   keywords (sales, cost saving, product, hiring, partnership).
 - task: a commitment ("I'll / I will / I'm going to <verb>": the speaker), an
-  assignment ("<Name> will", "<Name>, please / can you", "action item for <Name>"), a
+  assignment ("<Name> will", "the <role> will", "<Name>, please / can you", "action item for <Name>"), a
   request ("please", "can / could you": the addressee when named, else the next
   speaker when they answer "sure / will do / I'll"), or "we need to". Due date:
   weekdays, today, tomorrow, next week, end of week / month, "the 20th / twentieth",
@@ -76,6 +76,10 @@ SELF_COMMITMENT = re.compile(
     re.I,
 )
 NAMED_COMMITMENT = re.compile(r"\b(?P<name>[A-Z][a-z]+)\s+(?:will|is\s+going\s+to)\s+(?!be\b)\w+")
+ROLE_COMMITMENT = re.compile(
+    r"\bthe\s+(?P<role>(?:[a-z]+\s+)?(?:manager|lead|team|owner|engineer|designer|department))\s+will\s+(?!be\b)\w+",
+    re.I,
+)
 NOT_NAMES = {"It", "That", "This", "There", "We", "They", "He", "She", "You", "Which", "What", "Who", "Then", "So",
              "Everyone", "Nobody", "Someone", "Everything", "Nothing", "Who", "Where", "When", "How", "If"}  # fmt: skip
 VOCATIVE_REQUEST = re.compile(r"^(?P<name>[A-Z][a-z]+),\s+(?:please|can\s+you|could\s+you|would\s+you)\b")
@@ -152,6 +156,8 @@ def _task(core: str, speaker: str | None) -> tuple[str | None, bool]:
         return vocative["name"], True
     if (named := NAMED_COMMITMENT.search(core)) and named["name"] not in NOT_NAMES:
         return named["name"], True
+    if role := ROLE_COMMITMENT.search(core):
+        return role["role"], True
     if action := ACTION_ITEM.search(core):
         return action["name"], True
     if REQUEST.search(core) or WE_NEED_TO.search(core):
