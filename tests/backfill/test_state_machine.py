@@ -27,7 +27,7 @@ STAGES = ("segment", "embed", "extract")
 
 @pytest.fixture(scope="module")
 def template():
-    return synthesize_backfill_template(retry_interval_seconds=1, max_iterations=20)
+    return synthesize_backfill_template()  # the CLI's too: retries after 1 s, at most 100 iterations by default
 
 
 @pytest.fixture(scope="module")
@@ -136,7 +136,7 @@ def test_max_iterations_must_be_positive():
 def test_execution_runs_every_stage_through_the_real_handlers(db, local_embedder, definition):
     ids = [ingest_file(db, path, local_embedder) for path in (SCANNER_SYNC, BUDGET_REVIEW, RELEASE_PROCESS)]
 
-    execution = run_backfill_state_machine({"batch_size": 2}, definition=definition)
+    execution = run_backfill_state_machine({"batch_size": 2, "max_iterations": 20}, definition=definition)
 
     assert execution["status"] == "SUCCEEDED", execution
     output = execution["output_json"]
