@@ -63,17 +63,17 @@ def boundaries(
     *,
     window: int | None = None,
     min_turns: int | None = None,
-    cutoff: float = 0.5,
+    cutoff: float = 1.0,
     min_depth: float = 0.08,
 ) -> list[int]:
     """Turn indexes where a new segment starts (0 excluded), in order.
 
     By default the window grows with the meeting (3 turns, up to 10 for 400+ turns) and a
-    segment holds at least 6 turns or a twentieth of the meeting.
+    segment holds at least 6 turns or a twelfth of the meeting.
     """
     n = len(vectors)
     window = window or min(10, max(3, n // 40))
-    min_turns = min_turns or max(6, n // 20)
+    min_turns = min_turns or max(6, n // 12)
     if n < 2 * min_turns:
         return []
     depths = depth_scores(gap_similarities(vectors, weights, window))
