@@ -4,7 +4,9 @@ For every gap between two turns, compare the (length-weighted) mean embedding of
 ``window`` turns before it with that of the ``window`` turns after it. A topic shift is
 a valley of that similarity: its depth is how far the similarity climbs back on both
 sides. Gaps deeper than ``mean + cutoff * stdev`` of all depths become boundaries,
-deepest first, never closer than ``min_turns`` to each other or to either end.
+deepest first, never closer than ``min_turns`` to each other or to either end. The
+cutoff is relative, so a long meeting on one noisy topic is still split at its weakest
+points (``min_depth`` only keeps coherent talk whole).
 """
 
 from __future__ import annotations
