@@ -99,10 +99,11 @@ def test_backfill_runs_the_stage_handlers_and_status_reports_the_stages(db, loca
     scanner = ingest_file(db, BACKFILL_FIXTURES / "transcripts" / "scanner_rollout_sync.txt", local_embedder)
     ingest_file(db, BACKFILL_FIXTURES / "documents" / "release_process.md", local_embedder)
 
-    assert main(["backfill", "--stage", "segment", "--limit", "1", "--quiet"]) == 0
-    out = capsys.readouterr().out
-    assert "segment  1 processed, 0 failed, 1 remaining" in out
-    assert "embed" not in out
+    assert main(["backfill", "--stage", "segment", "--limit", "1"]) == 0
+    captured = capsys.readouterr()
+    assert "segment  1 processed, 0 failed, 1 remaining" in captured.out
+    assert "embed" not in captured.out
+    assert "segment : 100%" in captured.err and "1/1" in captured.err  # the progress bar
 
     assert main(["status"]) == 0
     out = capsys.readouterr().out
