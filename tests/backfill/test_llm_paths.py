@@ -147,3 +147,36 @@ def test_an_unavailable_llm_rolls_the_batch_back_for_a_retry(db, local_embedder,
 
     assert len(chat_requests(fake)) == 2
     assert db.execute("SELECT status, backfill_error, backfill_attempts FROM documents").fetchone() == ("raw_ingested", None, 0)
+
+
+def test_llm_extraction_on_a_document_points_at_sentences(db, local_embedder, fake, llm_settings):
+    from .conftest import RELEASE_PROCESS
+
+    doc = ingest_file(db, RELEASE_PROCESS, local_embedder, meeting_date=None)
+    body = db.execute("SELECT body FROM documents WHERE id = %s", (doc,)).fetchone()[0]
+    empty = {"decisions": [], "risks": [], "opportunities": [], "tasks": []}
+    testing = {
+        **empty,
+        "decisions": [{"first": 1, "last": 1, "evidence": "We decided to require two QA sign-offs",
+                       "description": "Require two QA sign-offs before store submission.", "rationale": None,
+                       "owner": "QA team", "impact": None, "status": "agreed"}],
+    }  # fmt: skip
+    submission = {
+        **empty,
+        "tasks": [{"first": 2, "last": 2, "evidence": "The release manager will post the submission status",
+                   "description": "Post the store submission status in the release channel.", "assignee": "release manager",
+                   "due_date": None, "status": "open"}],
+    }  # fmt: skip
+    fake.chat_responses += [empty, empty, testing, submission]  # one call per heading section, in order
+    for stage in ("segment", "embed", "extract"):
+        assert run_named_stage(db, llm_settings, stage, 10, embedder=local_embedder).processed == 1
+
+    requests = chat_requests(fake)
+    assert len(requests) == 4  # sections come from headings, so segmenting asked nothing
+    assert "[1] We decided to require two QA sign-offs" in requests[2]["body"]["messages"][1]["content"]
+    assert "## Testing" not in requests[2]["body"]["messages"][1]["content"]
+    decision = db.execute("SELECT start_char, end_char, start_turn, speakers, owner FROM decisions WHERE document_id = %s", (doc,)).fetchone()
+    assert body[decision[0] : decision[1]] == "We decided to require two QA sign-offs before a build goes to the app stores."
+    assert decision[2:] == (None, [], "QA team")
+    task = db.execute("SELECT start_char, end_char, assignee FROM tasks WHERE document_id = %s", (doc,)).fetchone()
+    assert body[task[0] : task[1]] == "The release manager will post the submission status in the release channel."

@@ -131,7 +131,9 @@ def extract_with_llm(
                     f"{kind} '{clip(proposed.description, 80)}' points at lines {proposed.first}-{proposed.last}, "
                     f"outside the segment's {min(lines)}-{max(lines)}"
                 )
-            covered = [u for u in units if (u.turn if by_turn else units.index(u)) in range(proposed.first, proposed.last + 1)]
+            covered = [
+                unit for number, unit in enumerate(units) if proposed.first <= (unit.turn if by_turn else number) <= proposed.last
+            ]
             if not covered:
                 raise LLMOutputError(f"{kind} '{clip(proposed.description, 80)}' points at empty lines")
             fields = proposed.model_dump(exclude={"first", "last", "evidence", "description"})
