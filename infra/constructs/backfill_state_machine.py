@@ -7,9 +7,12 @@ Execution input (every key optional)::
 Each selected stage loops ``run batch -> more?`` until the stage Lambda reports
 ``remaining == 0`` or the loop has run ``max_iterations`` times. The stage Lambda
 counts the iterations itself (it echoes ``iteration + 1`` and running totals, see
-``rag.backfill.progress``), so the loop needs nothing from the interpreter beyond
-plain Choice rules. Every Task retries transient errors with backoff and catches
-everything else into ``$.errors.<stage>``, then moves on to the next stage.
+``rag.backfill.progress``), so the loop needs no arithmetic in the definition; the
+only intrinsic functions are ``States.JsonMerge`` (input over defaults) and
+``States.ArrayContains`` (stage selection), both executed by moto 5.2.5 in the tests.
+Every Task retries transient errors with backoff and catches everything else (a
+Lambda timeout included: its batch was never committed) into ``$.errors.<stage>``,
+then moves on to the next stage.
 
 Output: the input's options, ``results.<stage>`` (iteration, processed, failed,
 remaining, their running totals) and ``errors.<stage>`` (Error, Cause) per failed stage.
