@@ -1,4 +1,4 @@
-"""Query Lambda: the HTTP API (search, context, projects, meetings, documents).
+"""Query Lambda: the HTTP API (search, context, projects, meetings, tasks, documents).
 
 Thin by design: routes and models live in ``rag.api``; the search in ``rag.search``.
 """

@@ -54,3 +54,25 @@ def call(method: str, path: str, body: Any = None, *, tenant: str | None = "acme
     event = http_api_event(method, path, {"Content-Type": content_type}, payload, tenant, "test-key")
     response = handler(event, LocalContext(function_name="query"))
     return int(response["statusCode"]), json.loads(response["body"] or "{}")
+
+
+@pytest.fixture(scope="module")
+def knowledge(corpus, database_url, local_embedder) -> dict[str, int]:
+    """What the backfill would extract from the corpus (tests/search/knowledge_rows.py), for both tenants; text -> id.
+
+    Acme also gets a second project, "other", with one meeting about the charging dock.
+    """
+    from datetime import date
+
+    from rag.store.connection import connect
+    from tests.search.knowledge_rows import GLOBEX_ITEMS, REMOTE_ITEMS, insert_document, insert_items
+
+    with connect(database_url) as conn:
+        dock = insert_document(conn, "acme", "other", "projects/other/2026-11-04-dock.txt", meeting_date=date(2026, 11, 4))
+        documents = {
+            "review": (corpus["projects/remote/2026-11-02-battery-review.txt"], "acme", "remote"),
+            "standup": (corpus["projects/remote/2026-11-09-launch-standup.vtt"], "acme", "remote"),
+            "dock": (dock, "acme", "other"),
+            "secret": (corpus["projects/remote/globex-secret.txt"], "globex", "remote"),
+        }
+        return insert_items(conn, local_embedder, documents, REMOTE_ITEMS + GLOBEX_ITEMS)

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from datetime import date, datetime
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 SearchType = Literal["chunk", "segment", "decision", "risk", "opportunity", "task"]
+ALL_TYPES: tuple[SearchType, ...] = get_args(SearchType)
+TaskStatus = Literal["open", "done", "blocked"]
 SearchMode = Literal["semantic", "keyword", "hybrid"]
 ProjectId = str
 
@@ -40,7 +42,10 @@ class SearchRequest(Strict):
     project_ids: list[str] = Field(default_factory=list, max_length=100, description="limit to these projects")
     document_ids: list[UUID] = Field(default_factory=list, max_length=100, description="limit to these documents")
     filters: SearchFilters | None = None
-    types: list[SearchType] = Field(default_factory=lambda: ["chunk"], min_length=1, max_length=6)
+    types: list[SearchType | Literal["all"]] = Field(
+        default_factory=lambda: ["chunk"], min_length=1, max_length=7,
+        description='what to search; "all" is every type, ranked in one list (search_all_knowledge)',
+    )  # fmt: skip
     mode: SearchMode = "hybrid"
     top_k: int = Field(default=10, ge=1, le=100)
     threshold: float = Field(default=0.0, ge=-1.0, le=1.0, description="minimum cosine similarity (semantic side)")
@@ -51,6 +56,12 @@ class SearchRequest(Strict):
         if not value.strip():
             raise ValueError("query is empty")
         return value.strip()
+
+    @field_validator("types")
+    @classmethod
+    def _expand_all(cls, values: list[str]) -> list[str]:
+        expanded = [t for value in values for t in (ALL_TYPES if value == "all" else (value,))]
+        return list(dict.fromkeys(expanded))
 
     @field_validator("project_ids")
     @classmethod
@@ -125,6 +136,29 @@ class Meeting(BaseModel):
 
 class MeetingList(BaseModel):
     meetings: list[Meeting]
+
+
+class Task(BaseModel):
+    id: str
+    description: str
+    assignee: str | None = None
+    due_date: date | None = None
+    status: str
+    project_id: str
+    document_id: str
+    source: Source
+    meeting_date: date | None = None
+    start_char: int
+    end_char: int
+    start_turn: int | None = None
+    end_turn: int | None = None
+    speakers: list[str] = Field(default_factory=list)
+    evidence: str | None = None
+    created_at: datetime
+
+
+class TaskList(BaseModel):
+    tasks: list[Task]
 
 
 class Document(BaseModel):

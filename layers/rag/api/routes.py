@@ -19,6 +19,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Path, Query
 
 from rag.api.identity import Unauthenticated, tenant_of
 from rag.api.models import (
+    PROJECT_PATTERN,
     ContextRequest,
     ContextResponse,
     Document,
@@ -30,6 +31,9 @@ from rag.api.models import (
     SearchResponse,
     SearchResult,
     Source,
+    Task,
+    TaskList,
+    TaskStatus,
 )
 from rag.config import get_settings
 
@@ -145,7 +149,7 @@ def projects() -> ProjectList:
 
 
 @app.get("/v1/projects/<project_id>", summary="One project", tags=["catalog"])
-def project(project_id: Annotated[str, Path(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")]) -> Project:
+def project(project_id: Annotated[str, Path(pattern=PROJECT_PATTERN)]) -> Project:
     from rag.store.catalog import get_project
 
     row = get_project(_conn(), _tenant(), project_id)
@@ -154,23 +158,33 @@ def project(project_id: Annotated[str, Path(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]
     return Project(**row)
 
 
+def _with_source(row: dict[str, Any]) -> dict[str, Any]:
+    """A catalog row with its ``source_uri``/``source_title`` columns as one ``source`` object."""
+    fields = {k: v for k, v in row.items() if k not in ("source_uri", "source_title")}
+    return {**fields, "source": Source(uri=row["source_uri"], title=row["source_title"])}
+
+
 @app.get("/v1/meetings", summary="Meetings, most recent first", tags=["catalog"])
 def meetings(
-    project_id: Annotated[str | None, Query(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")] = None,
+    project_id: Annotated[str | None, Query(pattern=PROJECT_PATTERN)] = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
 ) -> MeetingList:
     from rag.store.catalog import list_meetings
 
     rows = list_meetings(_conn(), _tenant(), project_id, limit)
-    return MeetingList(
-        meetings=[
-            Meeting(
-                **{k: v for k, v in row.items() if k not in ("source_uri", "source_title")},
-                source=Source(uri=row["source_uri"], title=row["source_title"]),
-            )
-            for row in rows
-        ]
-    )
+    return MeetingList(meetings=[Meeting(**_with_source(row)) for row in rows])
+
+
+@app.get("/v1/tasks", summary="Extracted tasks, soonest due first", tags=["catalog"])
+def tasks(
+    project_id: Annotated[str | None, Query(pattern=PROJECT_PATTERN)] = None,
+    status: Annotated[TaskStatus | None, Query()] = None,
+    limit: Annotated[int, Query(ge=1, le=500)] = 50,
+) -> TaskList:
+    from rag.search.tasks import list_tasks
+
+    rows = list_tasks(_conn(), _tenant(), project_id=project_id, status=status, limit=limit)
+    return TaskList(tasks=[Task(**_with_source(row)) for row in rows])
 
 
 @app.get("/v1/documents/<document_id>", summary="One document: status, error, chunk count, source", tags=["catalog"])

@@ -1,7 +1,10 @@
 """An LLM-ready context string with numbered citations, never over the token budget.
 
 Neighbouring or overlapping chunks of one document are merged into one passage, so
-the model does not read the same turns twice and each citation is one span.
+the model does not read the same turns twice and each citation is one span. Other
+types (segments, decisions, risks, ...) are never merged: their content is a summary or
+a description, not a span of the document's text, and each is cited on its own with its
+type and fields spelled out (``Decision: owner Maya; status agreed``).
 """
 
 from __future__ import annotations
@@ -9,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
+
+from rag.search.types import SEARCHABLE_TYPES
 
 
 @dataclass(frozen=True)
@@ -27,7 +32,8 @@ def merge_neighbours(results: Sequence[Any]) -> list[Passage]:
     for result in results:
         for i, passage in enumerate(passages):
             same_document = passage.result.document_id == result.document_id
-            if same_document and result.start_char <= passage.end_char + 1 and result.end_char >= passage.start_char - 1:
+            both_chunks = _type_of(passage.result) == _type_of(result) == "chunk"
+            if same_document and both_chunks and result.start_char <= passage.end_char + 1 and result.end_char >= passage.start_char - 1:
                 passages[i] = _union(passage, result)
                 break
         else:
@@ -35,6 +41,21 @@ def merge_neighbours(results: Sequence[Any]) -> list[Passage]:
                 Passage(result, result.content, result.start_char, result.end_char, result.start_turn, result.end_turn)
             )
     return passages
+
+
+def _type_of(result: Any) -> str:
+    return getattr(result, "type", "chunk")
+
+
+def _label(result: Any) -> str:
+    """``Decision: owner Maya; status agreed`` for extracted items; empty for chunks and segments."""
+    type_name = _type_of(result)
+    spec = SEARCHABLE_TYPES.get(type_name)
+    if spec is None or not spec.context_fields:
+        return ""
+    metadata = getattr(result, "metadata", None) or {}
+    fields = [f"{name.replace('_', ' ')} {metadata[name]}" for name in spec.context_fields if metadata.get(name)]
+    return f"{type_name.capitalize()}: {'; '.join(fields)}\n" if fields else f"{type_name.capitalize()}:\n"
 
 
 def _union(passage: Passage, result: Any) -> Passage:
@@ -64,7 +85,7 @@ def build_context(
     for passage in merge_neighbours(results):
         where = f"turns {passage.start_turn}-{passage.end_turn}" if passage.start_turn is not None else f"chars {passage.start_char}-{passage.end_char}"
         title = passage.result.source.title or passage.result.source.uri
-        block = f"[{len(cited) + 1}] {title} ({passage.result.source.uri}, {where})\n{passage.text}"
+        block = f"[{len(cited) + 1}] {title} ({passage.result.source.uri}, {where})\n{_label(passage.result)}{passage.text}"
         cost = count_tokens(block) + (2 if blocks else 0)  # the blank line between blocks
         if used + cost > max_tokens:
             continue  # a smaller passage further down may still fit

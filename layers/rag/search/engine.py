@@ -1,13 +1,28 @@
-"""Semantic, keyword (BM25) and hybrid (RRF) search over chunks, in one SQL statement each.
+"""Semantic, keyword and hybrid (RRF) search over every searchable type, one SQL statement per type.
 
-- Semantic: cosine distance on the model's partial HNSW index; pgvector 0.8's iterative
-  index scan keeps a selective filter from starving the top-k.
-- Keyword: exact BM25 (k1 1.2, b 0.75) over the ``chunk_terms`` postings, with IDF and
+One template serves all types; a type is a ``SearchableType`` spec (``rag.search.types``):
+its table, the text shown as content, its metadata fields, its keyword ranking.
+
+- Semantic: cosine distance on the model's partial HNSW index (``embedding::vector(dim)``,
+  ``WHERE embedding_model = model``); pgvector 0.8's iterative index scan keeps a
+  selective filter from starving the top-k. On a small filtered set the planner prefers
+  the tenant/project btree and an exact distance sort: exact, and cheaper there.
+- Keyword, chunks: exact BM25 (k1 1.2, b 0.75) over the ``chunk_terms`` postings, with IDF and
   average length from the whole project (better than per-meeting statistics, even
   when a search is filtered to one meeting). Query terms are ORed: a natural-language
   question rarely has every word in one chunk.
+- Keyword, segments and knowledge items: BM25 as well (same k1 and b, terms ORed), computed at
+  query time from each row's ``search_tsv``: rows matching any query term come from the
+  GIN index, term frequencies from the tsvector's positions, N and the average length (in
+  lexemes) from the rows of the same filter. These tables are small (a handful of items
+  per meeting), so counting the filter's rows is cheap, and a postings table would only
+  add upkeep to every backfill write. Plain ``ts_rank`` was rejected although FACTS.md
+  measured ORed ``ts_rank`` level with BM25 on chunks: it has no IDF, and on one-sentence
+  items (term frequency almost always 1) it degenerates into "how many query words
+  match", so a rare exact term (a supplier's name) loses to two common words.
 - Hybrid: reciprocal rank fusion of both lists (k=60, weights configurable),
-  deduplicated by id, in the same statement.
+  deduplicated by id, in the same statement. Each hit keeps its rank on either side, so
+  that ``rag.search.fusion`` can merge the lists of several types into one ranking.
 
 Every statement filters on the tenant first; nothing here reads a tenant from input
 other than ``SearchScope.tenant_id``, which the caller takes from the verified identity.
@@ -15,9 +30,12 @@ other than ``SearchScope.tenant_id``, which the caller takes from the verified i
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import date
 from typing import TYPE_CHECKING, Any, Literal
+
+from rag.search.types import SEARCHABLE_TYPES, SearchableType
 
 if TYPE_CHECKING:
     import psycopg
@@ -64,10 +82,12 @@ class Hit:
     end_turn: int | None
     speakers: list[str]
     metadata: dict[str, Any] = field(default_factory=dict)
+    semantic_rank: int | None = None  # rank on the semantic side of this type's search (None: not there)
+    keyword_rank: int | None = None
 
 
 def _scope_filter(scope: SearchScope, alias: str = "c") -> tuple[str, dict[str, Any], bool]:
-    """SQL conditions on chunks (``alias``) and, when needed, documents ``d``; returns (sql, params, needs_documents)."""
+    """SQL conditions on the searched rows (``alias``) and, when needed, documents ``d``; returns (sql, params, needs_documents)."""
     conditions = [f"{alias}.tenant_id = %(tenant)s"]
     params: dict[str, Any] = {"tenant": scope.tenant_id}
     needs_documents = False
@@ -95,19 +115,23 @@ def _scope_filter(scope: SearchScope, alias: str = "c") -> tuple[str, dict[str, 
     return " AND ".join(conditions), params, needs_documents
 
 
-def _semantic_cte(dimension: int, where: str, join_documents: str) -> str:
+def _semantic_cte(table: str, dimension: int, where: str, join_documents: str) -> str:
     return f"""semantic AS (
         SELECT id, distance, row_number() OVER (ORDER BY distance) AS rank FROM (
             SELECT c.id, c.embedding::vector({dimension}) <=> %(qvec)s::vector({dimension}) AS distance
-            FROM chunks c {join_documents}
+            FROM {table} c {join_documents}
             WHERE {where} AND c.embedding_model = %(model)s
             ORDER BY distance LIMIT %(candidates)s) s
         WHERE 1 - distance >= %(threshold)s)"""
 
 
-def _keyword_cte(where: str, join_documents: str) -> str:
-    return f"""query_terms AS (
-        SELECT DISTINCT term FROM unnest(tsvector_to_array(to_tsvector('english', %(qtext)s))) AS term),
+_QUERY_TERMS = """query_terms AS (
+        SELECT DISTINCT term FROM unnest(tsvector_to_array(to_tsvector('english', %(qtext)s))) AS term)"""
+
+
+def _postings_keyword_cte(table: str, where: str, join_documents: str) -> str:
+    """Exact BM25 over the ``chunk_terms`` postings and the per-project ``keyword_stats``."""
+    return f"""{_QUERY_TERMS},
     term_df AS (
         SELECT ct.project_id, ct.term, count(*)::float8 AS df
         FROM chunk_terms ct JOIN query_terms q ON q.term = ct.term
@@ -124,30 +148,91 @@ def _keyword_cte(where: str, join_documents: str) -> str:
             FROM chunk_terms ct
             JOIN term_df df ON df.project_id = ct.project_id AND df.term = ct.term
             JOIN keyword_stats ks ON ks.tenant_id = ct.tenant_id AND ks.project_id = ct.project_id
-            JOIN chunks c ON c.id = ct.chunk_id {join_documents}
+            JOIN {table} c ON c.id = ct.chunk_id {join_documents}
             WHERE ct.tenant_id = %(tenant)s AND {where}
             GROUP BY ct.chunk_id
             ORDER BY score DESC, ct.chunk_id LIMIT %(candidates)s) k)"""
 
 
-def search_chunks(conn: psycopg.Connection, scope: SearchScope, *, ef_search: int = 100, **options: Any) -> list[Hit]:
-    """The top chunks for a query under ``scope`` (options: see ``chunk_search_statement``)."""
-    statement, params = chunk_search_statement(scope, **options)
-    with conn.transaction():
+# The query's lexemes ORed into one tsquery, each quoted (quotes doubled, backslashes escaped)
+# so that no lexeme is read as an operator. NULL when the query has no lexeme: nothing matches.
+_OR_TSQUERY = r"""(SELECT string_agg('''' || replace(replace(term, '\', '\\'), '''', '''''') || '''', ' | ')::tsquery
+                  FROM query_terms)"""
+
+
+def _tsvector_keyword_cte(table: str, where: str, join_documents: str) -> str:
+    """BM25 from the rows' ``search_tsv``: matches through the GIN index, N and average length from the filter."""
+    return f"""{_QUERY_TERMS},
+    scope_stats AS (
+        SELECT count(*)::float8 AS n, coalesce(avg(length(c.search_tsv)), 0)::float8 AS avgdl
+        FROM {table} c {join_documents} WHERE {where}),
+    matches AS (
+        SELECT c.id, t.lexeme AS term, cardinality(t.positions)::float8 AS tf, length(c.search_tsv)::float8 AS len
+        FROM {table} c {join_documents} CROSS JOIN LATERAL unnest(c.search_tsv) AS t
+        WHERE {where} AND c.search_tsv @@ {_OR_TSQUERY} AND t.lexeme IN (SELECT term FROM query_terms)),
+    term_df AS (SELECT term, count(*)::float8 AS df FROM matches GROUP BY term),
+    keyword AS (
+        SELECT id, score, row_number() OVER (ORDER BY score DESC, id) AS rank FROM (
+            SELECT m.id,
+                   sum(ln(1.0::float8 + (s.n - df.df + 0.5::float8) / (df.df + 0.5::float8))
+                       * m.tf * ({BM25_K1}::float8 + 1.0::float8)
+                       / (m.tf + {BM25_K1}::float8 * (1.0::float8 - {BM25_B}::float8
+                          + {BM25_B}::float8 * m.len / greatest(s.avgdl, 1.0::float8)))
+                   ) AS score
+            FROM matches m JOIN term_df df ON df.term = m.term CROSS JOIN scope_stats s
+            GROUP BY m.id
+            ORDER BY score DESC, m.id LIMIT %(candidates)s) k)"""
+
+
+_KEYWORD_CTES = {"postings_bm25": _postings_keyword_cte, "tsvector_bm25": _tsvector_keyword_cte}
+
+
+def search_types(
+    conn: psycopg.Connection, specs: Sequence[SearchableType], scope: SearchScope, *, ef_search: int = 100,
+    **options: Any,
+) -> dict[str, list[Hit]]:
+    """The top rows of each type for a query under ``scope`` (options: see ``search_statement``).
+
+    One statement per type, all sent in one pipeline inside one transaction: a search of
+    all six types costs one network round trip, not six.
+    """
+    statements = [(spec.name, *search_statement(spec, scope, **options)) for spec in specs]
+    with conn.pipeline(), conn.transaction():
         set_search_options(conn, ef_search)
-        rows = conn.execute(statement, params, prepare=False).fetchall()
-    return [Hit(*row) for row in rows]
+        cursors = [(name, conn.execute(sql, params, prepare=False)) for name, sql, params in statements]
+    return {name: [Hit(*row) for row in cursor.fetchall()] for name, cursor in cursors}
+
+
+def search_type(
+    conn: psycopg.Connection, spec: SearchableType, scope: SearchScope, *, ef_search: int = 100, **options: Any
+) -> list[Hit]:
+    """The top rows of one type for a query under ``scope`` (options: see ``search_statement``)."""
+    return search_types(conn, [spec], scope, ef_search=ef_search, **options)[spec.name]
+
+
+def search_chunks(conn: psycopg.Connection, scope: SearchScope, *, ef_search: int = 100, **options: Any) -> list[Hit]:
+    """The top chunks for a query under ``scope`` (options: see ``search_statement``)."""
+    return search_type(conn, SEARCHABLE_TYPES["chunk"], scope, ef_search=ef_search, **options)
 
 
 def set_search_options(conn: psycopg.Connection, ef_search: int = 100) -> None:
     """Per-transaction settings every search statement runs with (SET LOCAL: safe with pooled connections)."""
-    conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-    conn.execute(f"SET LOCAL hnsw.ef_search = {int(ef_search)}")
-    # A generic plan cannot use the per-model partial index or the tenant's statistics.
-    conn.execute("SET LOCAL plan_cache_mode = force_custom_plan")
+    # A generic plan cannot use the per-model partial index or the tenant's statistics (plan_cache_mode).
+    conn.execute(
+        "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), set_config('hnsw.ef_search', %s, true),"
+        " set_config('plan_cache_mode', 'force_custom_plan', true)",
+        (str(int(ef_search)),),
+        prepare=False,
+    )
 
 
-def chunk_search_statement(
+def chunk_search_statement(scope: SearchScope, **options: Any) -> tuple[str, dict[str, Any]]:
+    """SQL and parameters for the top chunks (options: see ``search_statement``)."""
+    return search_statement(SEARCHABLE_TYPES["chunk"], scope, **options)
+
+
+def search_statement(
+    spec: SearchableType,
     scope: SearchScope,
     *,
     mode: Mode,
@@ -160,7 +245,7 @@ def chunk_search_statement(
     fusion: FusionWeights = FusionWeights(),
     candidates: int | None = None,
 ) -> tuple[str, dict[str, Any]]:
-    """SQL and parameters for the top ``top_k`` chunks; ``query_vector`` is needed unless mode is keyword."""
+    """SQL and parameters for the top ``top_k`` rows of ``spec``; ``query_vector`` is needed unless mode is keyword."""
     if mode != "keyword" and query_vector is None:
         raise ValueError(f"{mode} search needs the query's vector")
     where, params, needs_documents = _scope_filter(scope)
@@ -174,17 +259,18 @@ def chunk_search_statement(
     )  # fmt: skip
     ctes = []
     if mode in ("semantic", "hybrid"):
-        ctes.append(_semantic_cte(dimension, where, join_documents))
+        ctes.append(_semantic_cte(spec.table, dimension, where, join_documents))
     if mode in ("keyword", "hybrid"):
-        ctes.append(_keyword_cte(where, join_documents))
+        ctes.append(_KEYWORD_CTES[spec.keyword](spec.table, where, join_documents))
     if mode == "semantic":
-        ranked = "SELECT id, 1 - distance AS score FROM semantic"
+        ranked = "SELECT id, 1 - distance AS score, rank AS semantic_rank, NULL::bigint AS keyword_rank FROM semantic"
     elif mode == "keyword":
-        ranked = "SELECT id, score FROM keyword"
+        ranked = "SELECT id, score, NULL::bigint AS semantic_rank, rank AS keyword_rank FROM keyword"
     else:
         ranked = """SELECT coalesce(s.id, k.id) AS id,
                            coalesce(%(w_sem)s / (%(rrf_k)s + s.rank), 0.0::float8)
-                         + coalesce(%(w_kw)s / (%(rrf_k)s + k.rank), 0.0::float8) AS score
+                         + coalesce(%(w_kw)s / (%(rrf_k)s + k.rank), 0.0::float8) AS score,
+                           s.rank AS semantic_rank, k.rank AS keyword_rank
                     FROM semantic s FULL JOIN keyword k ON k.id = s.id"""
     similarity = (
         f"1 - (c.embedding::vector({dimension}) <=> %(qvec)s::vector({dimension}))"
@@ -193,11 +279,10 @@ def chunk_search_statement(
     )
     statement = f"""WITH {", ".join(ctes)}, ranked AS ({ranked} ORDER BY score DESC, id LIMIT %(top_k)s)
         SELECT r.id, r.score, CASE WHEN c.embedding_model = %(model)s THEN {similarity} END,
-               c.content, c.document_id::text, c.project_id, d.source_uri, d.title,
+               {spec.content}, c.document_id::text, c.project_id, d.source_uri, d.title,
                c.start_char, c.end_char, c.start_turn, c.end_turn, c.speakers,
-               jsonb_build_object('chunk_index', c.chunk_index, 'heading_path', c.heading_path,
-                                  'start_time', c.start_time, 'end_time', c.end_time, 'meeting_date', d.meeting_date)
-        FROM ranked r JOIN chunks c ON c.id = r.id JOIN documents d ON d.id = c.document_id
+               {spec.metadata_sql()}, r.semantic_rank, r.keyword_rank
+        FROM ranked r JOIN {spec.table} c ON c.id = r.id JOIN documents d ON d.id = c.document_id
         WHERE c.tenant_id = %(tenant)s
         ORDER BY r.score DESC, r.id"""
     return statement, params

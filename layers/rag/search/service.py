@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from rag.search.engine import FusionWeights, Hit, SearchScope, search_chunks
+from rag.search.engine import FusionWeights, Hit, SearchScope, search_types
+from rag.search.fusion import merge_types
 from rag.search.query_cache import QueryEmbeddingCache
+from rag.search.types import SEARCHABLE_TYPES
 
 if TYPE_CHECKING:
     import psycopg
@@ -16,9 +17,6 @@ if TYPE_CHECKING:
     from rag.api.models import SearchRequest
     from rag.config import Settings
     from rag.embedding.base import Embedder
-
-# Searchable types: adding one (segments, decisions, ...) is one entry here.
-SEARCHERS: dict[str, Callable[..., list[Hit]]] = {"chunk": search_chunks}
 
 _cache = QueryEmbeddingCache()
 
@@ -45,19 +43,13 @@ def run_search(
     vector = None if request.mode == "keyword" else _cache.vector(conn, embedder, request.query)
     scope = scope_of(tenant_id, request)
     fusion = FusionWeights(settings.rrf_k, settings.rrf_semantic_weight, settings.rrf_keyword_weight)
-    ranked: list[tuple[str, Hit]] = []
-    for type_name in dict.fromkeys(request.types):
-        searcher = SEARCHERS.get(type_name)
-        if searcher is None:
-            continue  # the type exists in the contract but holds nothing yet
-        hits = searcher(
-            conn, scope, mode=request.mode, query=request.query, query_vector=vector, model_id=embedder.model_id,
-            dimension=embedder.dimension, top_k=request.top_k, threshold=request.threshold, fusion=fusion,
-            ef_search=settings.hnsw_ef_search,
-        )  # fmt: skip
-        ranked.extend((type_name, hit) for hit in hits)
-    ranked.sort(key=lambda pair: pair[1].score, reverse=True)
-    ranked = ranked[: request.top_k]
+    specs = [SEARCHABLE_TYPES[name] for name in dict.fromkeys(request.types)]
+    hits_by_type = search_types(
+        conn, specs, scope, mode=request.mode, query=request.query, query_vector=vector, model_id=embedder.model_id,
+        dimension=embedder.dimension, top_k=request.top_k, threshold=request.threshold, fusion=fusion,
+        ef_search=settings.hnsw_ef_search,
+    )  # fmt: skip
+    ranked = merge_types(hits_by_type, mode=request.mode, top_k=request.top_k, fusion=fusion)
     took_ms = (time.perf_counter() - started) * 1000
     log_query(conn, tenant_id, request, [hit for _, hit in ranked], took_ms)
     return ranked, took_ms
