@@ -1,0 +1,24 @@
+"""CDK entry point (``cdk.json``): ``cdk synth -c stage=dev`` or ``python infra/app.py`` then deploy ``cdk.out``."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script: make ``infra`` importable
+
+from infra import node as _node  # noqa: E402,F401  (JSII_NODE before aws_cdk)
+
+import aws_cdk as cdk  # noqa: E402
+
+from infra.stack import build  # noqa: E402
+
+
+def main() -> None:
+    app = cdk.App()
+    build(app)
+    app.synth()
+
+
+if __name__ == "__main__":
+    main()
