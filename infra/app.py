@@ -5,7 +5,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script: make ``infra`` importable
+# Run as a script, Python puts infra/ first on the path, where infra/constructs would shadow the ``constructs``
+# library: the repository root takes its place, so ``infra`` is a package and ``constructs`` the library.
+sys.path[0] = str(Path(__file__).resolve().parents[1])
 
 from infra import node as _node  # noqa: E402,F401  (JSII_NODE before aws_cdk)
 

@@ -111,7 +111,7 @@ class StageConfig:
 
 STAGES: dict[str, StageConfig] = {
     # A developer account: Bedrock embeddings (no NAT), small and switchable off, schedule off.
-    "dev": StageConfig(name="dev"),
+    "dev": StageConfig(name="dev", cors_origins=("http://localhost:3000",)),
     # Production: OpenAI embeddings and LLM extraction, Multi-AZ, deletion protection, backfill every hour.
     "prod": StageConfig(
         name="prod",

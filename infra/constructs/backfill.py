@@ -67,6 +67,8 @@ class Backfill(Construct):
             max_iterations=config.backfill_max_iterations,
         )
         self.machine = machine
+        # The construct fixes its log retention (a month): the stage's retention applies here too.
+        machine.log_group.node.default_child.add_property_override("RetentionInDays", config.log_retention_days)
         # Findings on the backfill-stages helper's construct, accepted here (its file is theirs).
         machine_role = machine.state_machine.role
         for function in self.functions.values():
