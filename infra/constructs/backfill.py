@@ -13,7 +13,7 @@ from infra.config import StageConfig
 from infra.constructs.backfill_state_machine import STAGES, BackfillStateMachine
 from infra.constructs.database import Database
 from infra.constructs.network import Network
-from infra.defaults import REPO_ROOT, python_function
+from infra.defaults import function_code, python_function
 from infra.nag import acknowledge, logical_id
 from infra.permissions import grant_embedding_and_llm
 
@@ -36,7 +36,7 @@ class Backfill(Construct):
         layer: lambda_.ILayerVersion,
     ) -> None:
         super().__init__(scope, id)
-        code = lambda_.Code.from_asset(str(REPO_ROOT / "functions" / "backfill"))
+        code = function_code("backfill")
         self.functions: dict[str, lambda_.Function] = {}
         for stage in STAGES:
             function = python_function(

@@ -14,7 +14,7 @@ from constructs import Construct
 from infra.config import StageConfig
 from infra.constructs.database import Database
 from infra.constructs.network import Network
-from infra.defaults import REPO_ROOT, python_function, secure_bucket, secure_queue
+from infra.defaults import function_code, python_function, secure_bucket, secure_queue
 from infra.nag import acknowledge, logical_id
 from infra.permissions import grant_embedding_and_llm
 
@@ -72,7 +72,7 @@ class Ingest(Construct):
             "Function",
             config=config,
             description="S3 changes (via SQS) -> parsed, chunked, embedded rows in PostgreSQL",
-            code=lambda_.Code.from_asset(str(REPO_ROOT / "functions" / "ingest")),
+            code=function_code("ingest"),
             handler="handler.lambda_handler",
             service="ingest",
             layer=layer,

@@ -21,7 +21,7 @@ from constructs import Construct
 from infra.config import StageConfig
 from infra.constructs.database import Database
 from infra.constructs.network import Network
-from infra.defaults import REPO_ROOT, log_group, python_function
+from infra.defaults import function_code, log_group, python_function
 from infra.permissions import grant_embedding_and_llm
 
 ROUTE_PATH = "/v1/{proxy+}"  # every route of rag.api lives under /v1
@@ -73,7 +73,7 @@ class QueryApi(Construct):
             "Function",
             config=config,
             description="HTTP API: search, context, projects, meetings, tasks, documents",
-            code=lambda_.Code.from_asset(str(REPO_ROOT / "functions" / "query")),
+            code=function_code("query"),
             handler="handler.lambda_handler",
             service="query",
             layer=layer,
