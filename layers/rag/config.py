@@ -67,6 +67,14 @@ class Settings(BaseSettings):
     )
     bedrock_region: str | None = None
 
+    # --- backfill LLM (segment and extract stages) --------------------------------
+    llm_provider: Literal["none", "openai"] = Field(
+        default="none", description="none: offline segmentation (TextTiling) and rule-based extraction"
+    )
+    llm_model: str = Field(default="gpt-4o-mini", description="chat model with structured outputs")
+    llm_max_retries: int = Field(default=4, ge=0)
+    llm_timeout_seconds: float = Field(default=120.0, gt=0)
+
     # --- chunking -------------------------------------------------------------
     chunk_tokens: int = Field(default=512, ge=16)
     chunk_overlap_tokens: int = Field(default=50, ge=0)

@@ -1,7 +1,9 @@
-"""An OpenAI-compatible embeddings server on 127.0.0.1, speaking the real wire format.
+"""An OpenAI-compatible server on 127.0.0.1 (embeddings, chat completions), speaking the real wire format.
 
 Vectors are derived from the text (a hash-seeded unit vector), so they are
 deterministic. ``fail_next`` scripts status codes (429, 500) for the next requests.
+``chat_responses`` queues recorded assistant messages for ``/v1/chat/completions``: a
+dict or list is sent as the JSON content of a structured output, a string as is.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ class FakeOpenAI:
         self.shuffle = shuffle
         self.requests: list[dict[str, Any]] = []
         self.fail_next: list[int] = []
+        self.chat_responses: list[Any] = []
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -42,6 +45,12 @@ class FakeOpenAI:
                     status = fake.fail_next.pop(0)
                     payload = {"error": {"message": f"scripted {status}", "type": "rate_limit_exceeded" if status == 429 else "server_error"}}
                     self._send(status, payload, {"retry-after-ms": "1"})
+                    return
+                if self.path == "/v1/chat/completions":
+                    if not fake.chat_responses:
+                        self._send(400, {"error": {"message": "FakeOpenAI: no chat response queued", "type": "invalid_request_error"}})
+                        return
+                    self._send(200, fake.chat_completion(body))
                     return
                 if self.path != "/v1/embeddings":
                     self._send(404, {"error": {"message": "not found"}})
@@ -73,6 +82,17 @@ class FakeOpenAI:
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def chat_completion(self, body: dict[str, Any]) -> dict[str, Any]:
+        answer = self.chat_responses.pop(0)
+        content = answer if isinstance(answer, str) else json.dumps(answer)
+        return {
+            "id": f"chatcmpl-{len(self.requests)}", "object": "chat.completion", "created": 1_763_000_000,
+            "model": body["model"],
+            "choices": [{"index": 0, "finish_reason": "stop", "logprobs": None,
+                         "message": {"role": "assistant", "content": content, "refusal": None}}],
+            "usage": {"prompt_tokens": 100, "completion_tokens": 50, "total_tokens": 150},
+        }  # fmt: skip
 
     @property
     def base_url(self) -> str:

@@ -23,6 +23,29 @@ NATIVE_DIMENSIONS = {"text-embedding-3-small": 1536, "text-embedding-3-large": 3
 MAX_TOKENS_PER_REQUEST = 250_000  # the API caps a request at 300k tokens; keep a margin
 
 
+def openai_client(settings: Settings, *, max_retries: int, timeout: float) -> Any:
+    """An ``openai.OpenAI`` client on ``OPENAI_BASE_URL`` (also used by the backfill's chat calls)."""
+    from openai import OpenAI
+
+    return OpenAI(api_key=openai_api_key(settings), base_url=settings.openai_base_url, max_retries=max_retries, timeout=timeout)
+
+
+def openai_api_key(settings: Settings) -> str:
+    """The key from Secrets Manager (``RAG_OPENAI_API_KEY_SECRET``, AWS) or ``OPENAI_API_KEY`` (locally)."""
+    if settings.openai_api_key_secret:
+        import boto3
+
+        client = boto3.client("secretsmanager", region_name=settings.aws_region, endpoint_url=settings.aws_endpoint_url)
+        secret = client.get_secret_value(SecretId=settings.openai_api_key_secret)["SecretString"]
+        if secret.lstrip().startswith("{"):
+            return json.loads(secret)["api_key"]
+        return secret.strip()
+    key = os.environ.get("OPENAI_API_KEY")
+    if not key:
+        raise EmbeddingError("OpenAI needs OPENAI_API_KEY (locally) or RAG_OPENAI_API_KEY_SECRET (AWS)")
+    return key
+
+
 class OpenAIEmbedder:
     max_input_tokens = 8191
 
@@ -35,30 +58,7 @@ class OpenAIEmbedder:
 
     @cached_property
     def _client(self) -> Any:
-        from openai import OpenAI
-
-        return OpenAI(
-            api_key=self._api_key(),
-            base_url=self.settings.openai_base_url,
-            max_retries=self.settings.embedding_max_retries,
-            timeout=60.0,
-        )
-
-    def _api_key(self) -> str:
-        if self.settings.openai_api_key_secret:
-            import boto3
-
-            client = boto3.client(
-                "secretsmanager", region_name=self.settings.aws_region, endpoint_url=self.settings.aws_endpoint_url
-            )
-            secret = client.get_secret_value(SecretId=self.settings.openai_api_key_secret)["SecretString"]
-            if secret.lstrip().startswith("{"):
-                return json.loads(secret)["api_key"]
-            return secret.strip()
-        key = os.environ.get("OPENAI_API_KEY")
-        if not key:
-            raise EmbeddingError("OpenAI embeddings need OPENAI_API_KEY (locally) or RAG_OPENAI_API_KEY_SECRET (AWS)")
-        return key
+        return openai_client(self.settings, max_retries=self.settings.embedding_max_retries, timeout=60.0)
 
     def count_tokens(self, text: str) -> int:
         return count_cl100k(text)

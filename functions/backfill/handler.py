@@ -1,0 +1,86 @@
+"""Backfill stage Lambdas, one handler per stage, called by the backfill state machine.
+
+Thin by design: the work is ``rag.backfill``. Input ``{"stage", "batch_size", "previous"}``,
+output the loop's progress (``iteration``, ``processed``, ``failed``, ``remaining`` and
+running totals). A per-document error is recorded and counted, not raised; an error of
+the environment (database, LLM or embedding API) raises ``TransientError``, which the
+state machine retries with backoff.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from rag.backfill.documents import ClaimedDocument
+from rag.backfill.errors import TransientError
+from rag.backfill.progress import advance, parse_request
+from rag.backfill.stages import run_named_stage
+from rag.config import get_settings
+from rag.store.connection import get_connection
+
+logger = Logger(service="backfill")
+tracer = Tracer(service="backfill")
+metrics = Metrics(namespace="MeetingRag", service="backfill")
+
+
+def log_failure(document: ClaimedDocument, error: str | None) -> None:
+    if error is not None:
+        logger.warning("document failed; error recorded", extra={"document_id": str(document.id), "error": error})
+
+
+@tracer.capture_method
+def run_batch(stage: str, event: dict[str, Any]) -> dict[str, int]:
+    request = parse_request(event)
+    settings = get_settings()
+    logger.append_keys(stage=stage)
+    try:
+        result = run_named_stage(
+            get_connection(settings),
+            settings,
+            stage,
+            request.batch_size,
+            on_document=log_failure,
+        )
+    except TransientError:
+        metrics.add_metric(name="BackfillTransientErrors", unit=MetricUnit.Count, value=1)
+        logger.exception("batch rolled back; the state machine retries it")
+        raise
+    except Exception as exc:
+        import psycopg
+
+        if isinstance(exc, psycopg.OperationalError):  # the database is away: worth a retry
+            logger.exception("cannot reach the database")
+            raise TransientError(f"database unavailable: {exc}") from exc
+        raise
+    progress = advance(request.previous, result)
+    metrics.add_dimension(name="stage", value=stage)
+    metrics.add_metric(name="DocumentsProcessed", unit=MetricUnit.Count, value=result.processed)
+    metrics.add_metric(name="DocumentsFailed", unit=MetricUnit.Count, value=result.failed)
+    metrics.add_metric(name="DocumentsRemaining", unit=MetricUnit.Count, value=result.remaining)
+    logger.info("batch done", extra=progress.as_dict())
+    return progress.as_dict()
+
+
+@logger.inject_lambda_context(clear_state=True)
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def segment_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, int]:
+    return run_batch("segment", event)
+
+
+@logger.inject_lambda_context(clear_state=True)
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def embed_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, int]:
+    return run_batch("embed", event)
+
+
+@logger.inject_lambda_context(clear_state=True)
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def extract_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, int]:
+    return run_batch("extract", event)

@@ -1,0 +1,71 @@
+"""What the stages produce: topic segments and knowledge items, with their source positions."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import date
+from typing import Any, Literal
+
+ItemKind = Literal["decision", "risk", "opportunity", "task"]
+
+# Each kind's table and its own columns (besides the shared ones of every knowledge table).
+ITEM_TABLES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "decision": ("decisions", ("rationale", "owner", "impact", "status")),
+    "risk": ("risks", ("category", "likelihood", "impact", "mitigation")),
+    "opportunity": ("opportunities", ("type", "owner", "next_step")),
+    "task": ("tasks", ("assignee", "due_date", "status")),
+}
+
+
+@dataclass(frozen=True)
+class Segment:
+    """A topic segment; ``body[start_char:end_char]`` is its text, turns inclusive."""
+
+    index: int
+    title: str
+    summary: str
+    start_char: int
+    end_char: int
+    method: str  # llm | texttiling | headings
+    start_turn: int | None = None
+    end_turn: int | None = None
+    speakers: tuple[str, ...] = ()
+    heading_path: tuple[str, ...] = ()
+
+    @property
+    def embedding_text(self) -> str:
+        """What the embed stage embeds for a segment (the original design's topic text)."""
+        return f"Topic: {self.title}\n{self.summary}"
+
+
+@dataclass(frozen=True)
+class StoredSegment:
+    """A segment row as the extract stage reads it."""
+
+    id: int
+    index: int
+    title: str
+    start_char: int
+    end_char: int
+    start_turn: int | None
+    end_turn: int | None
+
+
+@dataclass(frozen=True)
+class KnowledgeItem:
+    kind: ItemKind
+    description: str
+    evidence: str
+    start_char: int
+    end_char: int
+    method: str  # llm | rules
+    segment_id: int | None = None
+    start_turn: int | None = None
+    end_turn: int | None = None
+    speakers: tuple[str, ...] = ()
+    fields: dict[str, Any] = field(default_factory=dict)  # the kind's own columns (ITEM_TABLES)
+
+    @property
+    def due_date(self) -> date | None:
+        value = self.fields.get("due_date")
+        return value if isinstance(value, date) else None

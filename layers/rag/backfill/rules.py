@@ -1,0 +1,261 @@
+"""The offline extractor: transparent cue phrases and patterns, one sentence at a time.
+
+It favours precision over recall (it misses what is implied, it rarely invents) and
+its precision is measured on a hand-labelled sample (tests/fixtures/backfill/
+labelled_sentences.jsonl, reported by tests/backfill/measure_rules_precision.py).
+
+A sentence, after leading fillers ("okay, so, right, ...") are dropped, is a
+
+- decision when it says so: "we decided / agreed", "we've decided", "let's / we'll go
+  with", "we're going with", "the (final) decision is", "settled on", "let's decide",
+  "let's take / use / keep / stick with", or it starts with "Agreed" (a bare "Agreed."
+  takes the previous sentence as what was agreed). Not: "haven't decided", "let's not".
+  Status "agreed"; rationale: the clause after "because" / "since".
+- risk: "risk(s)", "concern(ed)", "worried / worry", "danger", "bottleneck", "blocker",
+  "might not", "may not", "could delay / slip / fail / break / push", "the problem /
+  issue is that", "if ... slips / fails / misses". Not: "no risk", "low risk", "not
+  sure", "risk assessment". Category from keywords (schedule, cost, technical,
+  security, supplier, people); mitigation: a following sentence of the segment that
+  starts "we can / we could / to mitigate".
+- opportunity: "opportunity", "we could also", "potential to / there's potential",
+  "could save", "upsell", "new market", "could expand / grow / win / sell". Type from
+  keywords (sales, cost saving, product, hiring, partnership).
+- task: a commitment ("I'll / I will / I'm going to <verb>": the speaker), an
+  assignment ("<Name> will", "the <role> will", "<Name>, please / can you", "action item for <Name>"), a
+  request ("please", "can / could you": the addressee when named, else the next
+  speaker when they answer "sure / will do / I'll"), or "we need to". Due date:
+  weekdays, today, tomorrow, next week, end of week / month, "the 20th / twentieth",
+  ISO dates, resolved against the meeting date.
+Questions are never decisions, risks or opportunities.
+"""
+
+from __future__ import annotations
+
+import calendar
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import date, timedelta
+from typing import Any
+
+from rag.backfill.models import ItemKind, KnowledgeItem
+from rag.backfill.text import clip
+from rag.backfill.units import Unit
+
+FILLERS = re.compile(r"^(?:(?:okay|ok|so|right|good|well|yeah|yes|sure|then|and|alright|great|fine)\b[,.!:]?\s*)+", re.I)
+
+
+def _any(*patterns: str) -> re.Pattern[str]:
+    return re.compile("|".join(f"(?:{p})" for p in patterns), re.I)
+
+
+DECISION = _any(
+    r"\bwe(?:'ve| have)?\s+(?:decided|agreed)\b",
+    r"\b(?:let's|let us|we'll|we will|we're going to|we are going to)\s+go\s+(?:with|for)\b",
+    r"\bwe(?:'re| are)\s+going\s+with\b",
+    r"\b(?:the\s+)?(?:final\s+)?decision\s+is\b",
+    r"\bsettled\s+on\b",
+    r"\blet's\s+decide\b",
+    r"^let's\s+(?:take|use|keep|stick\s+with)\b",
+    r"^agreed\b",
+)
+NOT_DECISION = _any(r"\b(?:haven't|have\s+not|not\s+yet|didn't|did\s+not)\s+(?:\w+\s+)?(?:decided|agreed)\b", r"\blet's\s+not\b")
+RISK = _any(
+    r"\brisks?\b", r"\bconcern(?:ed|s)?\b", r"\bworr(?:ied|y)\b", r"\bdanger\b", r"\bbottleneck\b", r"\bblocker\b",
+    r"\bmight\s+not\b", r"\bmay\s+not\b", r"\bcould\s+(?:delay|slip|fail|break|push)\b",
+    r"\b(?:problem|issue)\s+is\s+that\b", r"\bif\b.{0,80}\b(?:slips|fails|misses|breaks)\b",
+)  # fmt: skip
+NOT_RISK = _any(r"\bno\s+risk\b", r"\blow\s+risk\b", r"\bnot\s+sure\b", r"\brisk\s+assessment\b", r"\bnot\s+worried\b")
+OPPORTUNITY = _any(
+    r"\bopportunit(?:y|ies)\b", r"\bwe\s+could\s+also\b", r"\bpotential\s+to\b", r"\bthere(?:'s|\s+is)\s+potential\b",
+    r"\bcould\s+save\b", r"\bupsell\b", r"\bnew\s+market\b", r"\bcould\s+(?:expand|grow|win|sell)\b",
+)  # fmt: skip
+SELF_COMMITMENT = re.compile(
+    r"\bI(?:'ll|\s+will|'m\s+going\s+to|\s+am\s+going\s+to)\s+"
+    r"(?!be\b|say\b|admit\b|bet\b|guess\b|think\b|have\b|go\s+with\b|leave\b|see\b|tell\s+you\s+what\b)\w+",
+    re.I,
+)
+NAMED_COMMITMENT = re.compile(r"\b(?P<name>[A-Z][a-z]+)\s+(?:will|is\s+going\s+to)\s+(?!be\b)\w+")
+ROLE_COMMITMENT = re.compile(
+    r"\bthe\s+(?P<role>(?:[a-z]+\s+)?(?:manager|lead|team|owner|engineer|designer|department))\s+will\s+(?!be\b)\w+",
+    re.I,
+)
+NOT_NAMES = {"It", "That", "This", "There", "We", "They", "He", "She", "You", "Which", "What", "Who", "Then", "So",
+             "Everyone", "Nobody", "Someone", "Everything", "Nothing", "Who", "Where", "When", "How", "If"}  # fmt: skip
+VOCATIVE_REQUEST = re.compile(r"^(?P<name>[A-Z][a-z]+),\s+(?:please|can\s+you|could\s+you|would\s+you)\b")
+REQUEST = re.compile(r"^(?:please|can\s+you|could\s+you|would\s+you)\b|\bplease\s+\w+", re.I)
+ACTION_ITEM = re.compile(r"\baction\s+item(?:\s+for\s+(?P<name>[A-Z][a-z]+))?", re.I)
+WE_NEED_TO = re.compile(r"\bwe\s+need\s+to\s+\w+", re.I)
+ACCEPTS = re.compile(r"^(?:sure|will\s+do|okay|ok|yes|yep|I'll|I\s+will|on\s+it)\b", re.I)
+RATIONALE = re.compile(r"\b(?:because|since)\b\s+(?P<why>.+)$", re.I)
+MITIGATION = re.compile(r"^(?:we\s+can|we\s+could|to\s+mitigate|as\s+a\s+mitigation)\b", re.I)
+
+RISK_CATEGORIES = {
+    "schedule": ("delay", "slip", "late", "deadline", "launch date", "timeline", "miss", "longer"),
+    "cost": ("budget", "cost", "price", "euro", "dollar", "expensive", "exchange rate", "overspend"),
+    "security": ("security", "rate limiting", "breach", "password", "vulnerab"),
+    "supplier": ("supplier", "vendor", "printer", "delivery"),
+    "people": ("candidate", "hire", "hiring", "staff", "leave"),
+    "technical": ("firmware", "bug", "battery", "overheat", "network", "wifi", "server", "database", "interrupt", "crash"),
+}
+OPPORTUNITY_TYPES = {
+    "cost_saving": ("save", "cut", "cheaper", "reduce"),
+    "hiring": ("hire", "candidate", "recruit"),
+    "partnership": ("partner", "partnership", "distributor", "retailer"),
+    "sales": ("sign", "customer", "upsell", "market", "sell", "buyer", "leads", "premium"),
+    "product": ("demo", "feature", "version", "offer", "design"),
+}
+
+WEEKDAYS = {name.lower(): i for i, name in enumerate(calendar.day_name)}
+ORDINALS = {
+    word: i + 1
+    for i, word in enumerate(
+        "first second third fourth fifth sixth seventh eighth ninth tenth eleventh twelfth thirteenth fourteenth "
+        "fifteenth sixteenth seventeenth eighteenth nineteenth twentieth twenty-first twenty-second twenty-third "
+        "twenty-fourth twenty-fifth twenty-sixth twenty-seventh twenty-eighth twenty-ninth thirtieth thirty-first".split()
+    )
+}
+ISO_DATE = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
+DAY_OF_MONTH = re.compile(r"\bthe\s+(?P<day>\d{1,2})(?:st|nd|rd|th)\b|\bthe\s+(?P<word>[a-z]+(?:-[a-z]+)?)\b", re.I)
+
+
+@dataclass(frozen=True)
+class Match:
+    kind: ItemKind
+    fields: dict[str, Any]
+
+
+def clean(text: str) -> str:
+    """The sentence without leading fillers, first letter capitalized, whitespace normalized."""
+    text = " ".join(FILLERS.sub("", text.strip()).split())
+    return text[:1].upper() + text[1:] if text else text
+
+
+def classify(sentence: str, speaker: str | None = None, meeting_date: date | None = None) -> list[Match]:
+    """The kinds of item one sentence states, with the fields the rules can fill."""
+    core = clean(sentence)
+    question = core.endswith("?")
+    found: list[Match] = []
+    if not question and DECISION.search(core) and not NOT_DECISION.search(core):
+        why = RATIONALE.search(core)
+        found.append(Match("decision", {"status": "agreed", "rationale": why["why"].rstrip(".") if why else None}))
+    if not question and RISK.search(core) and not NOT_RISK.search(core):
+        found.append(Match("risk", {"category": _keyword_class(core, RISK_CATEGORIES, "general")}))
+    if not question and OPPORTUNITY.search(core):
+        found.append(Match("opportunity", {"type": _keyword_class(core, OPPORTUNITY_TYPES, "general")}))
+    assignee, is_task = _task(core, speaker)
+    if is_task:
+        found.append(Match("task", {"assignee": assignee, "due_date": due_date(core, meeting_date), "status": "open"}))
+    return found
+
+
+def _task(core: str, speaker: str | None) -> tuple[str | None, bool]:
+    if SELF_COMMITMENT.search(core):
+        return speaker, True
+    if vocative := VOCATIVE_REQUEST.search(core):
+        return vocative["name"], True
+    if (named := NAMED_COMMITMENT.search(core)) and named["name"] not in NOT_NAMES:
+        return named["name"], True
+    if role := ROLE_COMMITMENT.search(core):
+        return role["role"], True
+    if action := ACTION_ITEM.search(core):
+        return action["name"], True
+    if REQUEST.search(core) or WE_NEED_TO.search(core):
+        return None, True
+    return None, False
+
+
+def _keyword_class(text: str, classes: dict[str, tuple[str, ...]], default: str) -> str:
+    lowered = text.lower()
+    for name, words in classes.items():
+        if any(word in lowered for word in words):
+            return name
+    return default
+
+
+def due_date(text: str, meeting_date: date | None) -> date | None:
+    """The deadline a sentence names; relative ones need the meeting date."""
+    if iso := ISO_DATE.search(text):
+        try:
+            return date(int(iso[1]), int(iso[2]), int(iso[3]))
+        except ValueError:
+            return None
+    if meeting_date is None:
+        return None
+    lowered = text.lower()
+    for name, weekday in WEEKDAYS.items():
+        if re.search(rf"\b{name}\b", lowered):
+            return meeting_date + timedelta(days=(weekday - meeting_date.weekday()) % 7 or 7)
+    if re.search(r"\btoday\b|\bthis afternoon\b|\btonight\b", lowered):
+        return meeting_date
+    if "tomorrow" in lowered:
+        return meeting_date + timedelta(days=1)
+    if re.search(r"\bend of (?:the )?week\b", lowered):
+        return meeting_date + timedelta(days=(4 - meeting_date.weekday()) % 7)
+    if re.search(r"\bend of (?:the )?month\b", lowered):
+        return meeting_date.replace(day=calendar.monthrange(meeting_date.year, meeting_date.month)[1])
+    if re.search(r"\bnext week\b", lowered):
+        return meeting_date + timedelta(days=7)
+    for match in DAY_OF_MONTH.finditer(lowered):
+        day = int(match["day"]) if match["day"] else ORDINALS.get(match["word"] or "")
+        if day and 1 <= day <= 31:
+            return _next_day_of_month(meeting_date, day)
+    return None
+
+
+def _next_day_of_month(after: date, day: int) -> date | None:
+    year, month = after.year, after.month
+    for _ in range(2):
+        if day <= calendar.monthrange(year, month)[1] and date(year, month, day) >= after:
+            return date(year, month, day)
+        year, month = (year + 1, 1) if month == 12 else (year, month + 1)
+    return None
+
+
+def extract_by_rules(units: Sequence[Unit], segment_id: int | None, meeting_date: date | None) -> list[KnowledgeItem]:
+    """Items of one segment's sentences, in order."""
+    items: list[KnowledgeItem] = []
+    for position, unit in enumerate(units):
+        for match in classify(unit.text, unit.speaker, meeting_date):
+            fields = dict(match.fields)
+            description = clean(unit.text)
+            first = unit
+            if match.kind == "decision" and len(description.split()) <= 2 and position > 0:  # a bare "Agreed."
+                first = units[position - 1]
+                description = clean(first.text)
+            if match.kind == "task" and fields["assignee"] is None:
+                fields["assignee"] = _accepting_speaker(units, position)
+            if match.kind == "risk":
+                fields["mitigation"] = _mitigation(units, position)
+            items.append(
+                KnowledgeItem(
+                    kind=match.kind,
+                    description=clip(description, 500),
+                    evidence=" ".join(u.text for u in (first, unit) if u is not None) if first is not unit else unit.text,
+                    start_char=first.start_char,
+                    end_char=unit.end_char,
+                    method="rules",
+                    segment_id=segment_id,
+                    start_turn=first.turn,
+                    end_turn=unit.turn,
+                    speakers=tuple(dict.fromkeys(s for s in (first.speaker, unit.speaker) if s)),
+                    fields=fields,
+                )
+            )
+    return items
+
+
+def _accepting_speaker(units: Sequence[Unit], position: int) -> str | None:
+    """Who takes on an unnamed request: the next speaker, when they answer yes."""
+    here = units[position]
+    for unit in units[position + 1 : position + 4]:
+        if unit.turn != here.turn and unit.speaker and unit.speaker != here.speaker:
+            return unit.speaker if ACCEPTS.search(unit.text.strip()) else None
+    return None
+
+
+def _mitigation(units: Sequence[Unit], position: int) -> str | None:
+    for unit in units[position + 1 : position + 4]:
+        if MITIGATION.search(clean(unit.text)):
+            return clip(clean(unit.text), 500)
+    return None

@@ -1,0 +1,193 @@
+"""The segment stage (raw_ingested -> segmented): topic segments with titles and summaries.
+
+- Transcripts with an LLM configured (``RAG_LLM_PROVIDER=openai``): the model proposes
+  boundaries, titles and summaries over numbered turns (structured output, validated,
+  then normalized into contiguous turn ranges).
+- Transcripts offline: TextTiling on the configured embedder's vectors of the turns
+  (``rag.backfill.texttiling``); the title is the segment's most distinctive words, the
+  summary its two turns closest to the segment's mean vector (extractive).
+- Documents: one segment per heading section (the heading is the title, the first
+  sentences the summary); a document without headings is one segment.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, Field
+
+from rag.backfill import repository
+from rag.backfill.documents import ClaimedDocument, TurnSpan
+from rag.backfill.errors import LLMOutputError
+from rag.backfill.models import Segment
+from rag.backfill.text import clip, keyword_titles, sentences
+from rag.backfill.texttiling import cosine, weighted_mean, boundaries
+
+if TYPE_CHECKING:
+    import psycopg
+
+    from rag.config import Settings
+    from rag.embedding.base import Embedder
+
+SUMMARY_TURNS = 2
+SUMMARY_CHARS = 400
+MIN_SUMMARY_WORDS = 6  # "Yes." or "Okay, good." never summarizes a topic
+LLM_WINDOW_TURNS = 400  # turns per LLM call; longer meetings are segmented window by window
+
+
+class SegmentStage:
+    name = "segment"
+
+    def __init__(self, settings: Settings, embedder: Embedder):
+        self.settings = settings
+        self.embedder = embedder
+        self.model_id = embedder.model_id
+
+    def process(self, conn: psycopg.Connection, document: ClaimedDocument) -> None:
+        repository.replace_segments(conn, document, self.segments(document))
+
+    def segments(self, document: ClaimedDocument) -> list[Segment]:
+        if document.kind == "transcript" and document.turns:
+            if self.settings.llm_provider == "openai":
+                return segment_with_llm(document, self.settings)
+            return segment_by_texttiling(document, self.embedder)
+        return segment_by_headings(document)
+
+
+# --- shared ---------------------------------------------------------------------------
+
+
+def turn_segment(
+    document: ClaimedDocument, index: int, first: int, last: int, title: str, summary: str, method: str
+) -> Segment:
+    turns = document.turns[first : last + 1]
+    speakers = tuple(dict.fromkeys(t.speaker for t in turns if t.speaker))
+    return Segment(
+        index=index,
+        title=clip(title, 200) or f"Part {index + 1}",
+        summary=clip(summary, 2000),
+        start_char=turns[0].start_char,
+        end_char=turns[-1].end_char,
+        method=method,
+        start_turn=first,
+        end_turn=last,
+        speakers=speakers,
+    )
+
+
+def ranges_from_starts(starts: Sequence[int], n: int) -> list[tuple[int, int]]:
+    """Inclusive turn ranges covering 0..n-1 from the sorted turn indexes where segments start."""
+    points = sorted({0, *(s for s in starts if 0 < s < n)})
+    return [(start, (points[i + 1] - 1) if i + 1 < len(points) else n - 1) for i, start in enumerate(points)]
+
+
+# --- offline: TextTiling ----------------------------------------------------------------
+
+
+def segment_by_texttiling(document: ClaimedDocument, embedder: Embedder) -> list[Segment]:
+    turns = document.turns
+    vectors = embedder.embed([t.text or t.speaker or "-" for t in turns])
+    weights = [math.log1p(len(t.text.split())) for t in turns]
+    ranges = ranges_from_starts(boundaries(vectors, weights), len(turns))
+    titles = keyword_titles([" ".join(t.text for t in turns[a : b + 1]) for a, b in ranges])
+    segments = []
+    for index, ((first, last), title) in enumerate(zip(ranges, titles)):
+        summary = extractive_summary(turns[first : last + 1], vectors[first : last + 1], weights[first : last + 1])
+        segments.append(turn_segment(document, index, first, last, title, summary, "texttiling"))
+    return segments
+
+
+def extractive_summary(turns: Sequence[TurnSpan], vectors: Sequence[Sequence[float]], weights: Sequence[float]) -> str:
+    """The segment's turns closest to its mean vector, in spoken order (``Speaker: words``)."""
+    centre = weighted_mean(vectors, weights)
+    candidates = [i for i, t in enumerate(turns) if len(t.text.split()) >= MIN_SUMMARY_WORDS] or list(range(len(turns)))
+    best = sorted(sorted(candidates, key=lambda i: -cosine(vectors[i], centre))[:SUMMARY_TURNS])
+    per_turn = SUMMARY_CHARS // max(1, len(best))
+    return " ".join(clip(f"{turns[i].speaker}: {turns[i].text}" if turns[i].speaker else turns[i].text, per_turn) for i in best)
+
+
+# --- documents: sections by headings ------------------------------------------------------
+
+
+def segment_by_headings(document: ClaimedDocument) -> list[Segment]:
+    from rag.parsing.markdown import has_headings, parse_markdown
+
+    body = document.body
+    sections = parse_markdown(body, document.title or "").sections if has_headings(body) else []
+    spans = [(s.start_char, s.end_char, s.heading_path) for s in sections] or [(0, len(body), ())]
+    segments: list[Segment] = []
+    for start, end, path in spans:
+        text = body[start:end]
+        if not text.strip():
+            continue
+        content_start = start + (text.index("\n") + 1 if path and "\n" in text else (len(text) if path else 0))
+        lead = [s.text for s in sentences(body[content_start:end])][:2]
+        title = path[-1] if path else (document.title or "Document")
+        stripped_start = start + (len(text) - len(text.lstrip()))
+        stripped_end = start + len(text.rstrip())
+        segments.append(
+            Segment(
+                index=len(segments),
+                title=clip(title, 200),
+                summary=clip(" ".join(lead) or title, SUMMARY_CHARS),
+                start_char=stripped_start,
+                end_char=stripped_end,
+                method="headings",
+                heading_path=tuple(path),
+            )
+        )
+    return segments
+
+
+# --- LLM ------------------------------------------------------------------------------------
+
+
+class ProposedSegment(BaseModel):
+    start_turn: int = Field(description="number of the segment's first turn")
+    end_turn: int = Field(description="number of the segment's last turn (inclusive)")
+    title: str = Field(description="a short topic title, at most 8 words")
+    summary: str = Field(description="one to three sentences: what was discussed and concluded")
+
+
+class ProposedSegmentation(BaseModel):
+    segments: list[ProposedSegment]
+
+
+SEGMENT_SYSTEM_PROMPT = (
+    "You split meeting transcripts into topic segments. The user gives numbered turns '[n] Speaker: text'. "
+    "Return segments in order that together cover every turn exactly once; a new segment starts where the "
+    "discussion moves to a different topic. Prefer few, substantial segments (usually 3 to 15 turns or more). "
+    "Titles name the topic; summaries state what was discussed and decided, using only the transcript."
+)
+
+
+def segment_with_llm(document: ClaimedDocument, settings: Settings) -> list[Segment]:
+    from rag.backfill.llm import numbered_units, structured_completion
+
+    turns = document.turns
+    proposals: list[tuple[int, str, str]] = []  # (start turn, title, summary)
+    for window_start in range(0, len(turns), LLM_WINDOW_TURNS):
+        window = turns[window_start : window_start + LLM_WINDOW_TURNS]
+        answer = structured_completion(
+            settings,
+            system=SEGMENT_SYSTEM_PROMPT,
+            user=f"Meeting: {document.title or 'untitled'}\n\n"
+            + numbered_units([f"{t.speaker}: {t.text}" for t in window], window_start),
+            response_model=ProposedSegmentation,
+        )
+        last = window_start + len(window) - 1
+        valid = sorted(
+            (p for p in answer.segments if window_start <= p.start_turn <= p.end_turn <= last and p.title.strip()),
+            key=lambda p: p.start_turn,
+        )
+        if not valid:
+            raise LLMOutputError(f"no usable segment for turns {window_start}-{last} in {len(answer.segments)} proposed")
+        proposals.extend((p.start_turn, p.title, p.summary) for p in valid)
+        proposals[-len(valid)] = (window_start, *proposals[-len(valid)][1:])  # each window starts a segment
+    by_start = dict((start, (title, summary)) for start, title, summary in proposals)
+    return [
+        turn_segment(document, index, first, last, *by_start[first], "llm")
+        for index, (first, last) in enumerate(ranges_from_starts(list(by_start), len(turns)))
+    ]

@@ -1,0 +1,149 @@
+"""The LLM paths of segment and extract against an OpenAI-compatible server on localhost.
+
+The server (tests/embedding/fake_openai.py) answers chat completions with recorded
+structured outputs (tests/fixtures/backfill/llm/); the SDK's parsing, our validation and
+normalization, and the rows written are all real.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import date
+
+import pytest
+
+from rag.backfill.errors import TransientError
+from rag.backfill.stages import run_named_stage
+from tests.embedding.fake_openai import FakeOpenAI
+
+from .conftest import FIXTURES, SCANNER_SYNC, ingest_file
+
+RECORDED = FIXTURES / "llm"
+
+
+def recorded(name: str) -> dict:
+    return json.loads((RECORDED / name).read_text())
+
+
+@pytest.fixture
+def fake(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key")
+    with FakeOpenAI() as server:
+        yield server
+
+
+@pytest.fixture
+def llm_settings(fake, database_url):
+    from rag.config import Settings
+
+    return Settings(embedding_provider="local", llm_provider="openai", llm_model="gpt-4o-mini", openai_base_url=fake.base_url, llm_max_retries=1)
+
+
+def chat_requests(fake):
+    return [r for r in fake.requests if r["path"] == "/v1/chat/completions"]
+
+
+def test_llm_segments_are_validated_normalized_and_written(db, local_embedder, fake, llm_settings):
+    doc = ingest_file(db, SCANNER_SYNC, local_embedder)
+    body = db.execute("SELECT body FROM documents WHERE id = %s", (doc,)).fetchone()[0]
+    fake.chat_responses.append(recorded("segment_scanner_rollout_sync.json"))
+
+    result = run_named_stage(db, llm_settings, "segment", 10, embedder=local_embedder)
+
+    assert (result.processed, result.failed) == (1, 0)
+    [request] = chat_requests(fake)
+    assert request["auth"] == "Bearer sk-test-not-a-real-key"
+    assert request["body"]["model"] == "gpt-4o-mini"
+    schema = request["body"]["response_format"]
+    assert schema["type"] == "json_schema" and schema["json_schema"]["strict"] is True
+    assert schema["json_schema"]["name"] == "ProposedSegmentation"
+    assert "[12] Priya: Next topic, the trade show in Rotterdam next month and our booth." in request["body"]["messages"][1]["content"]
+    rows = db.execute(
+        "SELECT start_turn, end_turn, title, method, start_char, end_char, speakers FROM segments WHERE document_id = %s ORDER BY segment_index",
+        (doc,),
+    ).fetchall()
+    # The model left turn 11 out: the ranges are made contiguous (0-11, 12-23).
+    assert [(r[0], r[1], r[2], r[3]) for r in rows] == [
+        (0, 11, "Leeds warehouse scanner rollout", "llm"),
+        (12, 23, "Rotterdam trade show booth", "llm"),
+    ]
+    assert body[rows[1][4] : rows[1][5]].startswith("Priya: Next topic") and rows[1][5] == len(body.rstrip("\n"))
+    assert rows[0][6] == ["Priya", "Tom", "Aisha"]
+
+
+def test_llm_extraction_writes_structured_items_with_their_sources(db, local_embedder, fake, llm_settings):
+    doc = ingest_file(db, SCANNER_SYNC, local_embedder)
+    body = db.execute("SELECT body FROM documents WHERE id = %s", (doc,)).fetchone()[0]
+    fake.chat_responses += [
+        recorded("segment_scanner_rollout_sync.json"),
+        recorded("extract_scanner_rollout_sync_0.json"),
+        recorded("extract_scanner_rollout_sync_1.json"),
+    ]
+    for stage in ("segment", "embed", "extract"):
+        assert run_named_stage(db, llm_settings, stage, 10, embedder=local_embedder).processed == 1
+
+    extract_requests = chat_requests(fake)[1:]
+    assert [r["body"]["response_format"]["json_schema"]["name"] for r in extract_requests] == ["ProposedKnowledge"] * 2
+    assert "Meeting date: 2026-11-10" in extract_requests[0]["body"]["messages"][1]["content"]
+    decisions = db.execute(
+        "SELECT description, rationale, owner, status, start_turn, end_turn, start_char, end_char, speakers, method FROM decisions"
+        " WHERE document_id = %s ORDER BY start_turn",
+        (doc,),
+    ).fetchall()
+    assert decisions[0][:6] == (
+        "Flash firmware 2.3 on every scanner before it goes on the warehouse floor.",
+        "Firmware 2.1 drops the wifi connection near the loading docks.", "Priya", "agreed", 7, 8,
+    )  # fmt: skip
+    assert body[decisions[0][6] : decisions[0][7]].startswith("Aisha: We decided") is False  # utterances, not speaker labels
+    assert body[decisions[0][6] : decisions[0][7]].startswith("We decided in the pilot review")
+    assert body[decisions[0][6] : decisions[0][7]].endswith("Every scanner gets two point three before go-live.")
+    assert decisions[0][8] == ["Aisha", "Priya"] and {d[9] for d in decisions} == {"llm"}
+    tasks = db.execute("SELECT assignee, due_date, status, start_turn, end_turn FROM tasks WHERE document_id = %s ORDER BY start_turn", (doc,)).fetchall()
+    assert tasks == [("Tom", date(2026, 11, 13), "open", 9, 9), ("Tom", None, "open", 10, 11), ("Aisha", date(2026, 11, 20), "open", 20, 20)]
+    risks = db.execute("SELECT category, likelihood, mitigation FROM risks WHERE document_id = %s ORDER BY start_turn", (doc,)).fetchall()
+    assert risks == [("technical", "medium", "Keep two spare scanners in the office."), ("schedule", "medium", "Send the artwork by the twentieth.")]
+    opportunity = db.execute("SELECT type, owner, next_step, embedding_model FROM opportunities WHERE document_id = %s", (doc,)).fetchall()
+    assert opportunity == [("sales", "Marco", "Book demos at the booth.", local_embedder.model_id)]
+
+
+def test_an_llm_answer_outside_the_segment_is_a_document_error(db, local_embedder, fake, llm_settings):
+    docs = [ingest_file(db, SCANNER_SYNC, local_embedder, key=f"projects/orion/sync-{i}.txt") for i in range(2)]
+    fake.chat_responses += [recorded("segment_scanner_rollout_sync.json")] * 2
+    for stage in ("segment", "embed"):
+        run_named_stage(db, llm_settings, stage, 10, embedder=local_embedder)
+    wrong = recorded("extract_scanner_rollout_sync_0.json")
+    wrong["tasks"][0]["first"] = wrong["tasks"][0]["last"] = 30  # there is no turn 30
+    # Whichever document comes first gets the wrong answer and stops there; the other gets good ones.
+    fake.chat_responses += [wrong, recorded("extract_scanner_rollout_sync_0.json"), recorded("extract_scanner_rollout_sync_1.json")]
+
+    result = run_named_stage(db, llm_settings, "extract", 10, embedder=local_embedder)
+
+    assert (result.processed, result.failed) == (1, 1)
+    rows = dict(db.execute("SELECT status, backfill_error FROM documents WHERE id = ANY(%s)", (docs,)).fetchall())
+    assert set(rows) == {"embedded", "extracted"} and rows["extracted"] is None
+    assert rows["embedded"].startswith("extract: LLMOutputError: task 'Flash all forty scanners")
+    assert "outside the segment's 0-11" in rows["embedded"]
+    per_document = dict(db.execute("SELECT d.status, count(t.id) FROM documents d LEFT JOIN tasks t ON t.document_id = d.id GROUP BY 1").fetchall())
+    assert per_document == {"embedded": 0, "extracted": 3}  # the failed document kept no partial items
+
+
+def test_an_answer_that_does_not_fit_the_schema_is_a_document_error(db, local_embedder, fake, llm_settings):
+    doc = ingest_file(db, SCANNER_SYNC, local_embedder)
+    fake.chat_responses.append({"segments": [{"start_turn": 0, "title": "No end turn"}]})
+
+    result = run_named_stage(db, llm_settings, "segment", 10, embedder=local_embedder)
+
+    assert (result.processed, result.failed) == (0, 1)
+    error = db.execute("SELECT backfill_error FROM documents WHERE id = %s", (doc,)).fetchone()[0]
+    assert error.startswith("segment: LLMOutputError: LLM gpt-4o-mini answer does not fit ProposedSegmentation")
+
+
+def test_an_unavailable_llm_rolls_the_batch_back_for_a_retry(db, local_embedder, fake, llm_settings):
+    ingest_file(db, SCANNER_SYNC, local_embedder)
+    fake.fail_next = [503, 503]  # the first try and the one SDK retry (llm_max_retries=1)
+
+    with pytest.raises(TransientError, match="LLM gpt-4o-mini unavailable after retries"):
+        run_named_stage(db, llm_settings, "segment", 10, embedder=local_embedder)
+
+    assert len(chat_requests(fake)) == 2
+    assert db.execute("SELECT status, backfill_error, backfill_attempts FROM documents").fetchone() == ("raw_ingested", None, 0)
