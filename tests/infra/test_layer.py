@@ -82,14 +82,20 @@ def test_handlers_import_from_the_layer_on_python_3_12(layer: Path, tmp_path: Pa
         module = importlib.util.find_spec(name)
         assert module and module.origin
         (runtime / name).symlink_to(Path(module.origin).parent)
+    entry_points = {
+        "ingest": ["lambda_handler"],
+        "query": ["lambda_handler"],
+        "migrate": ["lambda_handler"],
+        "backfill": ["segment_handler", "embed_handler", "extract_handler"],
+    }
     probe = (
         "import importlib.util, json, sys, time\n"
         "start = time.perf_counter()\n"
         "loaded = {}\n"
-        "for name in ('ingest', 'query', 'migrate'):\n"
+        f"for name, handlers in {entry_points!r}.items():\n"
         f"    spec = importlib.util.spec_from_file_location(name, '{REPO_ROOT}/functions/' + name + '/handler.py')\n"
         "    module = importlib.util.module_from_spec(spec); spec.loader.exec_module(module)\n"
-        "    loaded[name] = callable(module.lambda_handler)\n"
+        "    loaded[name] = all(callable(getattr(module, h)) for h in handlers)\n"
         "print(json.dumps({'version': list(sys.version_info[:2]), 'loaded': loaded, 'openai': 'openai' in sys.modules,\n"
         "                  'seconds': round(time.perf_counter() - start, 2)}))\n"
     )
@@ -101,14 +107,14 @@ def test_handlers_import_from_the_layer_on_python_3_12(layer: Path, tmp_path: Pa
         "AWS_DEFAULT_REGION": "us-east-1",
         "POWERTOOLS_TRACE_DISABLED": "true",
     }
-    # WHEN the three handlers are imported by CPython 3.12 with nothing else on the path
+    # WHEN every handler module is imported by CPython 3.12 with nothing else on the path
     result = subprocess.run([python312, "-S", "-c", probe], env=env, capture_output=True, text=True, cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-2000:]
     report = json.loads(result.stdout.strip().splitlines()[-1])
     print(report)
     # THEN they load, and the OpenAI SDK is not imported until a path uses it
     assert report["version"] == [3, 12]
-    assert report["loaded"] == {"ingest": True, "query": True, "migrate": True}
+    assert report["loaded"] == dict.fromkeys(entry_points, True)
     assert report["openai"] is False
 
 
