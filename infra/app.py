@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -17,7 +18,8 @@ from infra.stack import build  # noqa: E402
 
 
 def main() -> None:
-    app = cdk.App()
+    # The CDK CLI sets CDK_OUTDIR; run directly, the assembly lands in cdk.out/ for ``cdk deploy --app cdk.out``.
+    app = cdk.App(outdir=os.environ.get("CDK_OUTDIR", "cdk.out"))
     build(app)
     app.synth()
 

@@ -19,6 +19,8 @@ LlmProvider = Literal["none", "openai"]
 TITAN_V2_DIMENSIONS = (256, 512, 1024)
 # Lambda's SQS event source accepts a maximum concurrency of 2..1000.
 SQS_MAX_CONCURRENCY_RANGE = (2, 1000)
+# Synthesizes, but no token from a real identity provider matches it: deployments set their own issuer.
+PLACEHOLDER_ISSUER = "https://issuer.example.com/"
 
 
 @dataclass(frozen=True)
@@ -53,7 +55,7 @@ class StageConfig:
     # --- query API ----------------------------------------------------------------------
     query_memory_mb: int = 1024
     query_timeout_seconds: int = 29  # HTTP API integrations time out at 30 s
-    jwt_issuer: str = "https://issuer.example.com/"
+    jwt_issuer: str = PLACEHOLDER_ISSUER  # set per deployment: -c jwt_issuer=https://...
     jwt_audience: tuple[str, ...] = ("meeting-rag",)
     tenant_claim: str = "tenant"
     iam_tenants: Mapping[str, str] = field(default_factory=dict)  # IAM principal ARN -> tenant (service callers)

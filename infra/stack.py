@@ -10,7 +10,7 @@ import aws_cdk as cdk
 from cdk_nag import AwsSolutionsChecks
 from constructs import Construct
 
-from infra.config import StageConfig, stage_config
+from infra.config import PLACEHOLDER_ISSUER, StageConfig, stage_config
 from infra.constructs.backfill import Backfill
 from infra.constructs.database import Database
 from infra.constructs.ingest import Ingest
@@ -57,6 +57,12 @@ class MeetingRagStack(cdk.Stack):
             apis={"Api": self.query.api, "ServiceApi": self.query.service_api},
         )
 
+        if config.jwt_issuer == PLACEHOLDER_ISSUER:
+            cdk.Annotations.of(self).add_warning_v2(
+                "meeting-rag:placeholder-issuer",
+                "jwt_issuer is the placeholder: the JWT API will refuse every token until you deploy with "
+                "-c jwt_issuer=https://<your identity provider>/ -c jwt_audience=<client id>",
+            )
         cdk.CfnOutput(self, "BucketName", value=self.ingest.bucket.bucket_name, description="Drop documents under projects/<project_id>/")
         cdk.CfnOutput(self, "ApiUrl", value=self.query.url, description="Query API (JWT)")
         cdk.CfnOutput(self, "ServiceApiUrl", value=self.query.service_url, description="Query API (IAM, SigV4)")

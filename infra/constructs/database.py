@@ -10,7 +10,7 @@ from aws_cdk import aws_rds as rds
 from constructs import Construct
 
 from infra.config import StageConfig
-from infra.defaults import DATABASE_NAME, DATABASE_PORT, POSTGRES_VERSION, log_retention
+from infra.defaults import DATABASE_NAME, DATABASE_PORT, POSTGRES_VERSION, VPC_CIDR, log_retention
 from infra.constructs.network import Network
 from infra.nag import acknowledge
 
@@ -30,6 +30,8 @@ class Database(Construct):
         self.proxy_sg.add_ingress_rule(network.functions_sg, ec2.Port.tcp(PROXY_PORT), "PostgreSQL from the Lambdas")
         self.proxy_sg.add_egress_rule(self.instance_sg, ec2.Port.tcp(DATABASE_PORT), "PostgreSQL to the instance")
         self.instance_sg.add_ingress_rule(self.proxy_sg, ec2.Port.tcp(DATABASE_PORT), "PostgreSQL from the proxy")
+        # The proxy reads its credentials from Secrets Manager: allow HTTPS to the VPC's interface endpoints.
+        self.proxy_sg.add_egress_rule(ec2.Peer.ipv4(VPC_CIDR), ec2.Port.tcp(443), "HTTPS to the VPC endpoints")
 
         identifier = f"meeting-rag-{config.name}"
         # The exported PostgreSQL logs get their retention here, not from a LogRetention Lambda.

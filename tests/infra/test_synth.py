@@ -101,3 +101,21 @@ def test_functions_get_the_configured_embedding_model(stage: Synthesized) -> Non
         assert variables["RAG_EMBEDDING_DIMENSION"] == str(stage.config.embedding_dimension)
         assert variables["POWERTOOLS_METRICS_NAMESPACE"] == "MeetingRag"
         assert variables["POWERTOOLS_SERVICE_NAME"]
+
+
+def test_the_deployed_state_machine_is_the_one_the_backfill_tests_execute(stage: Synthesized) -> None:
+    # The local runner (rag backfill, tests/backfill) synthesizes the same construct in a stack of its own.
+    from rag_local.state_machine import backfill_definition, definition_from_template, function_arn, stage_function_ids
+
+    ids = stage_function_ids(stage.data)
+    deployed = definition_from_template(stage.data, {logical_id: function_arn(s) for s, logical_id in ids.items()})
+    local = backfill_definition(retry_interval_seconds=5, max_iterations=stage.config.backfill_max_iterations)
+    assert deployed == local
+    assert len(deployed["States"]) > 10
+
+
+def test_the_placeholder_issuer_is_flagged_at_synth(dev: Synthesized) -> None:
+    from aws_cdk.assertions import Annotations, Match
+
+    Annotations.from_stack(dev.stack).has_warning("/MeetingRag-dev", Match.string_like_regexp("jwt_issuer is the placeholder"))
+    assert dev.config.jwt_issuer == "https://issuer.example.com/"
