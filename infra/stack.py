@@ -40,6 +40,8 @@ class MeetingRagStack(cdk.Stack):
         self.ingest = Ingest(self, "Ingest", **parts)
         self.query = QueryApi(self, "Query", **parts)
         self.backfill = Backfill(self, "Backfill", **parts)
+        # The first rotation of the functions' secret needs the role the migrator creates.
+        self.database.app_rotation.node.add_dependency(self.migrations.resource)
         for function in [self.ingest.function, self.query.function, *self.backfill.functions.values()]:
             # The schema exists before any function that reads or writes it is updated.
             function.node.add_dependency(self.migrations.resource)

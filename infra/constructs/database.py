@@ -7,6 +7,7 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_rds as rds
+from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
 from infra.config import StageConfig
@@ -14,7 +15,8 @@ from infra.defaults import DATABASE_NAME, DATABASE_PORT, POSTGRES_VERSION, VPC_C
 from infra.constructs.network import Network
 from infra.nag import acknowledge
 
-ADMIN_USER = "rag_admin"
+ADMIN_USER = "rag_admin"  # owns the schema; used by the deploy-time migrator only
+APP_USER = "rag_app"  # what the functions log in as (through the proxy, with IAM): rows, not schema
 PROXY_PORT = 5432
 EXPORTED_LOGS = ("postgresql", "upgrade")  # RDS Proxy listens on the engine's default port
 
@@ -95,11 +97,27 @@ class Database(Construct):
             vpc_subnets=network.function_subnets,
         )
 
+        # The application role's credentials: the migrator creates the role with them, the proxy logs in with them.
+        self.app_secret = rds.DatabaseSecret(self, "AppSecret", username=APP_USER, dbname=DATABASE_NAME).attach(
+            self.instance
+        )
+        self.app_rotation = secretsmanager.SecretRotation(
+            self,
+            "AppSecretRotation",
+            application=secretsmanager.SecretRotationApplication.POSTGRES_ROTATION_SINGLE_USER,
+            secret=self.app_secret,
+            target=self.instance,
+            vpc=network.vpc,
+            vpc_subnets=network.function_subnets,
+            automatically_after=cdk.Duration.days(config.db_secret_rotation_days),
+            rotate_immediately_on_update=False,  # the role exists only once the migrator has run
+        )
+
         self.proxy = rds.DatabaseProxy(
             self,
             "Proxy",
             proxy_target=rds.ProxyTarget.from_instance(self.instance),
-            secrets=[self.secret],
+            secrets=[self.secret, self.app_secret],
             vpc=network.vpc,
             vpc_subnets=network.database_subnets,
             security_groups=[self.proxy_sg],
@@ -112,7 +130,7 @@ class Database(Construct):
     @property
     def iam_url(self) -> str:
         """``RAG_DATABASE_IAM_URL``: the proxy endpoint and user; the password is an IAM token made at connect time."""
-        return f"postgresql://{ADMIN_USER}@{self.proxy.endpoint}:{PROXY_PORT}/{DATABASE_NAME}?sslmode=require"
+        return f"postgresql://{APP_USER}@{self.proxy.endpoint}:{PROXY_PORT}/{DATABASE_NAME}?sslmode=require"
 
     def allow_direct_access(self, peer: ec2.ISecurityGroup, description: str) -> None:
         """The instance itself (not the proxy), for the deploy-time migrator only."""
@@ -120,4 +138,4 @@ class Database(Construct):
 
     def grant_connect(self, grantee: iam.IGrantable) -> None:
         """``rds-db:connect`` through the proxy as the application user, nothing else."""
-        self.proxy.grant_connect(grantee, ADMIN_USER)
+        self.proxy.grant_connect(grantee, APP_USER)

@@ -38,7 +38,7 @@ class Migrations(Construct):
         super().__init__(scope, id)
         security_group = ec2.SecurityGroup(self, "Sg", vpc=network.vpc, description="deploy-time migrator")
         database.allow_direct_access(security_group, "migrations at deploy time")
-        sources = {"handler.py": MIGRATE_DIR / "handler.py", "sql": SQL_DIR}
+        sources = {"handler.py": MIGRATE_DIR / "handler.py", "app_role.py": MIGRATE_DIR / "app_role.py", "sql": SQL_DIR}
         self.function = python_function(
             self,
             "Function",
@@ -61,9 +61,12 @@ class Migrations(Construct):
                 "RAG_MIGRATIONS_DIR": BUNDLED_SQL_DIR,
                 # The admin secret, read directly: DDL (CREATE EXTENSION, indexes) is the owner's job.
                 "RAG_DATABASE_SECRET_ARN": database.secret.secret_arn,
+                # The functions' role: created with this secret's password, granted row access after each migration.
+                "RAG_APP_DATABASE_SECRET_ARN": database.app_secret.secret_arn,
             },
         )
         database.secret.grant_read(self.function)
+        database.app_secret.grant_read(self.function)
 
         provider = cr.Provider(
             self,

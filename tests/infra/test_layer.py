@@ -93,9 +93,12 @@ def test_handlers_import_from_the_layer_on_python_3_12(layer: Path, tmp_path: Pa
         "start = time.perf_counter()\n"
         "loaded = {}\n"
         f"for name, handlers in {entry_points!r}.items():\n"
-        f"    spec = importlib.util.spec_from_file_location(name, '{REPO_ROOT}/functions/' + name + '/handler.py')\n"
+        f"    folder = '{REPO_ROOT}/functions/' + name\n"
+        "    sys.path.insert(0, folder)  # Lambda puts the function's code (/var/task) on the path\n"
+        "    spec = importlib.util.spec_from_file_location(name, folder + '/handler.py')\n"
         "    module = importlib.util.module_from_spec(spec); spec.loader.exec_module(module)\n"
         "    loaded[name] = all(callable(getattr(module, h)) for h in handlers)\n"
+        "    sys.path.remove(folder)\n"
         "print(json.dumps({'version': list(sys.version_info[:2]), 'loaded': loaded, 'openai': 'openai' in sys.modules,\n"
         "                  'seconds': round(time.perf_counter() - start, 2)}))\n"
     )

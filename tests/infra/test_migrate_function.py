@@ -18,6 +18,7 @@ from infra.bundling import CopyBundler
 from infra.constructs.migrations import BUNDLED_SQL_DIR, MIGRATE_DIR, SQL_DIR
 from rag.store.migrations import discover
 
+APP_ROLE = f"rag_app_{uuid.uuid4().hex[:8]}"  # roles are server-wide: one per test session
 LAMBDA_CONTEXT = SimpleNamespace(
     function_name="MeetingRag-dev-MigrationsFunction",
     memory_limit_in_mb=512,
@@ -46,11 +47,13 @@ def bundled(tmp_path: Path) -> Path:
     """The function's asset as CDK's local bundling builds it: handler.py and sql/."""
     out = tmp_path / "asset"
     out.mkdir()
-    CopyBundler({"handler.py": MIGRATE_DIR / "handler.py", "sql": SQL_DIR}).try_bundle(str(out), image=None)
+    sources = {"handler.py": MIGRATE_DIR / "handler.py", "app_role.py": MIGRATE_DIR / "app_role.py", "sql": SQL_DIR}
+    CopyBundler(sources).try_bundle(str(out), image=None)
     return out
 
 
-def load_handler(bundled: Path) -> ModuleType:
+def load_handler(bundled: Path, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
+    monkeypatch.syspath_prepend(str(bundled))  # Lambda puts the function's code (/var/task) on the path
     spec = importlib.util.spec_from_file_location("migrate_handler_under_test", bundled / "handler.py")
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
@@ -70,7 +73,16 @@ def empty_database(database_url: str) -> Iterator[dict[str, Any]]:
 
 
 @pytest.fixture
-def secret_arn(empty_database: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+def app_role_cleanup(empty_database: dict[str, Any]) -> Iterator[None]:
+    yield
+    with psycopg.connect(make_conninfo("", **empty_database), autocommit=True) as conn:
+        if conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (APP_ROLE,)).fetchone():
+            conn.execute(f'DROP OWNED BY "{APP_ROLE}"')
+            conn.execute(f'DROP ROLE "{APP_ROLE}"')
+
+
+@pytest.fixture
+def secret_arn(empty_database: dict[str, Any], app_role_cleanup: None, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """The database secret in Secrets Manager (moto), shaped as RDS writes it, and the function's environment."""
     from moto import mock_aws
 
@@ -82,9 +94,13 @@ def secret_arn(empty_database: dict[str, Any], monkeypatch: pytest.MonkeyPatch) 
             "host": empty_database.get("host", "127.0.0.1"), "port": int(empty_database.get("port", 5432)),
             "dbname": empty_database["dbname"], "sslmode": "disable",
         }  # fmt: skip
-        arn = boto3.client("secretsmanager").create_secret(Name="rag-db", SecretString=json.dumps(secret))["ARN"]
+        client = boto3.client("secretsmanager")
+        arn = client.create_secret(Name="rag-db", SecretString=json.dumps(secret))["ARN"]
+        app = {**secret, "username": APP_ROLE, "password": "app-password-from-the-secret"}
+        app_arn = client.create_secret(Name="rag-db-app", SecretString=json.dumps(app))["ARN"]
         monkeypatch.delenv("DATABASE_URL", raising=False)
         monkeypatch.setenv("RAG_DATABASE_SECRET_ARN", arn)
+        monkeypatch.setenv("RAG_APP_DATABASE_SECRET_ARN", app_arn)
         monkeypatch.setenv("RAG_EMBEDDING_PROVIDER", "bedrock")
         monkeypatch.setenv("RAG_EMBEDDING_DIMENSION", "1024")
         from rag.config import get_settings
@@ -95,6 +111,7 @@ def secret_arn(empty_database: dict[str, Any], monkeypatch: pytest.MonkeyPatch) 
 
 def test_bundle_holds_the_handler_and_every_migration(bundled: Path) -> None:
     assert (bundled / "handler.py").read_text() == (MIGRATE_DIR / "handler.py").read_text()
+    assert (bundled / "app_role.py").is_file()
     assert sorted(p.name for p in (bundled / "sql").glob("*.sql")) == sorted(m.path.name for m in discover(SQL_DIR))
     assert BUNDLED_SQL_DIR == "/var/task/sql"  # Lambda unpacks the asset into /var/task
 
@@ -104,7 +121,7 @@ def test_create_applies_every_migration_then_update_is_a_no_op(
 ) -> None:
     # GIVEN the function as deployed: sql/ from its bundle, the database from the secret
     monkeypatch.setenv("RAG_MIGRATIONS_DIR", str(bundled / "sql"))
-    handler = load_handler(bundled)
+    handler = load_handler(bundled, monkeypatch)
 
     # WHEN CloudFormation creates the resource
     created = handler.lambda_handler(cloudformation_event("Create"), LAMBDA_CONTEXT)
@@ -117,6 +134,23 @@ def test_create_applies_every_migration_then_update_is_a_no_op(
         indexes = [r[0] for r in conn.execute("SELECT indexdef FROM pg_indexes WHERE tablename = 'chunks'")]
         assert any("vector(1024)" in i and "bedrock/amazon.titan-embed-text-v2:0" in i for i in indexes)
 
+    # AND the functions' role exists, may read and write rows, and may not change the schema
+    with psycopg.connect(make_conninfo("", **empty_database)) as conn:
+        privileges = conn.execute(
+            "SELECT has_table_privilege(%(r)s, 'chunks', 'SELECT'), has_table_privilege(%(r)s, 'chunks', 'INSERT'),"
+            " has_table_privilege(%(r)s, 'tasks', 'UPDATE'), has_table_privilege(%(r)s, 'documents', 'DELETE'),"
+            " has_table_privilege(%(r)s, 'chunks', 'TRUNCATE'), has_schema_privilege(%(r)s, 'public', 'CREATE')",
+            {"r": APP_ROLE},
+        ).fetchone()
+        assert privileges == (True, True, True, True, False, False)
+    as_app = make_conninfo("", **{**empty_database, "user": APP_ROLE})
+    with psycopg.connect(as_app, autocommit=True) as conn:
+        assert conn.execute("SELECT count(*) FROM documents").fetchone() == (0,)
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute("DROP TABLE chunks")
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute("CREATE TABLE intruder (id int)")
+
     # WHEN a later deploy updates it, THEN nothing is applied twice
     updated = handler.lambda_handler(
         cloudformation_event("Update", PhysicalResourceId="meeting-rag-schema", OldResourceProperties={}), LAMBDA_CONTEXT
@@ -126,7 +160,7 @@ def test_create_applies_every_migration_then_update_is_a_no_op(
 
 def test_delete_leaves_the_schema(bundled: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DATABASE_URL", "postgresql://nobody@127.0.0.1:1/none")  # never contacted
-    handler = load_handler(bundled)
+    handler = load_handler(bundled, monkeypatch)
     result = handler.lambda_handler(cloudformation_event("Delete", PhysicalResourceId="meeting-rag-schema"), LAMBDA_CONTEXT)
     assert result == {"PhysicalResourceId": "meeting-rag-schema"}
 
@@ -137,7 +171,7 @@ def test_an_unreachable_database_fails_the_deploy_after_retries(bundled: Path, m
     from rag.config import get_settings
 
     get_settings.cache_clear()
-    handler = load_handler(bundled)
+    handler = load_handler(bundled, monkeypatch)
     attempts: list[int] = []
     monkeypatch.setattr(handler.time, "sleep", lambda seconds: attempts.append(seconds))
     with pytest.raises(psycopg.OperationalError):

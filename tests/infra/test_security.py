@@ -7,7 +7,7 @@ from typing import Any
 
 from aws_cdk.assertions import Match
 
-from infra.constructs.database import ADMIN_USER
+from infra.constructs.database import APP_USER
 from rag.store.connection import IAM_URL_ENV
 from tests.infra.conftest import Synthesized, resolve_strings
 
@@ -132,8 +132,9 @@ def test_database_is_encrypted_private_backed_up_and_switchable_by_stage(stage: 
     assert props["EnableCloudwatchLogsExports"] == ["postgresql", "upgrade"]
     parameters = stage.resource("AWS::RDS::DBParameterGroup")["Properties"]["Parameters"]
     assert parameters["rds.force_ssl"] == "1"
-    rotation = stage.resource("AWS::SecretsManager::RotationSchedule")["Properties"]
-    assert rotation["RotationRules"]["ScheduleExpression"] == f"rate({stage.config.db_secret_rotation_days} days)"
+    for rotation in stage.resources("AWS::SecretsManager::RotationSchedule").values():
+        expression = rotation["Properties"]["RotationRules"]["ScheduleExpression"]
+        assert expression == f"rate({stage.config.db_secret_rotation_days} days)"
 
 
 def test_database_data_survives_stack_deletion_in_production(dev: Synthesized, prod: Synthesized) -> None:
@@ -153,26 +154,28 @@ def test_proxy_requires_tls_and_iam_and_functions_connect_with_iam_tokens(stage:
     ]
     for function in app_functions:
         variables = function["Environment"]["Variables"]
-        assert resolve_strings(variables[IAM_URL_ENV]) == f"postgresql://{ADMIN_USER}@<{proxy_name}>:5432/rag?sslmode=require"
+        assert resolve_strings(variables[IAM_URL_ENV]) == f"postgresql://{APP_USER}@<{proxy_name}>:5432/rag?sslmode=require"
         assert "RAG_DATABASE_SECRET_ARN" not in variables  # no function but the migrator can read the password
     connects = [s for _, s in statements(stage) if s["Action"] == "rds-db:connect"]
     assert len(connects) == 5
     for statement in connects:
         resource = resolve_strings(statement["Resource"])
-        assert resource.startswith("arn:") and f":dbuser:" in resource and resource.endswith(f"/{ADMIN_USER}")
+        assert resource.startswith("arn:") and f":dbuser:" in resource and resource.endswith(f"/{APP_USER}")
 
 
-def test_only_the_migrator_reads_the_database_secret(stage: Synthesized) -> None:
-    secret = next(iter(stage.resources("AWS::SecretsManager::Secret")))
-    attachment = next(iter(stage.resources("AWS::SecretsManager::SecretTargetAttachment")))
-    readers = [
-        name
-        for name, statement in statements(stage)
-        if "secretsmanager:GetSecretValue" in as_list(statement["Action"])
-        and resolve_strings(statement["Resource"]) in (f"<{secret}>", f"<{attachment}>")
-    ]
-    # The proxy (to log in on the functions' behalf) and the deploy-time migrator; the rotation app brings its own.
-    assert sorted(name.split("Role")[0] for name in readers) == ["DatabaseProxyIAM", "MigrationsFunction"]
+def test_only_the_proxy_and_the_migrator_read_the_database_secrets(stage: Synthesized) -> None:
+    attachments = stage.resources("AWS::SecretsManager::SecretTargetAttachment")
+    assert len(attachments) == 2  # the owner's and the functions' role, both with the instance's host and port
+    for attachment in attachments:
+        readers = [
+            name
+            for name, statement in statements(stage)
+            if "secretsmanager:GetSecretValue" in as_list(statement["Action"])
+            and resolve_strings(statement["Resource"]) == f"<{attachment}>"
+        ]
+        # The proxy (to log in on the functions' behalf) and the migrator; the rotation apps bring their own.
+        assert sorted(name.split("Role")[0] for name in readers) == ["DatabaseProxyIAM", "MigrationsFunction"]
+    assert len(stage.resources("AWS::SecretsManager::RotationSchedule")) == 2
 
 
 # --- IAM ----------------------------------------------------------------------------------------
