@@ -16,8 +16,6 @@ from pathlib import Path
 
 import jsii
 
-from infra import node as _node  # noqa: F401  (JSII_NODE before aws_cdk)
-
 import aws_cdk as cdk
 
 from infra.defaults import REPO_ROOT

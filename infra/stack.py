@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from infra import node as _node  # noqa: F401  (JSII_NODE before aws_cdk)
-
 import aws_cdk as cdk
 from cdk_nag import AwsSolutionsChecks
 from constructs import Construct

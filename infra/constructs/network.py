@@ -66,7 +66,10 @@ class Network(Construct):
         self.vpc.add_gateway_endpoint(
             "S3Endpoint", service=ec2.GatewayVpcEndpointAwsService.S3, subnets=[self.function_subnets]
         )
-        for name, service in INTERFACE_ENDPOINTS.items():
+        endpoints = dict(INTERFACE_ENDPOINTS)
+        if config.embedding_provider != "bedrock":
+            del endpoints["BedrockRuntime"]  # about $15 a month (two AZs) for a service this stage never calls
+        for name, service in endpoints.items():
             self.vpc.add_interface_endpoint(
                 f"{name}Endpoint",
                 service=service,

@@ -238,7 +238,8 @@ def test_functions_run_in_private_subnets_with_tracing_and_log_retention(stage: 
 
 def test_vpc_endpoints_cover_the_services_the_functions_call(stage: Synthesized) -> None:
     services = {resolve_strings(e["Properties"]["ServiceName"]).split(".")[-1] for e in stage.resources("AWS::EC2::VPCEndpoint").values()}
-    assert services == {"s3", "sqs", "secretsmanager", "states", "logs", "bedrock-runtime"}
+    bedrock = {"bedrock-runtime"} if stage.config.embedding_provider == "bedrock" else set()
+    assert services == {"s3", "sqs", "secretsmanager", "states", "logs"} | bedrock
     assert stage.resource("AWS::EC2::FlowLog")["Properties"]["TrafficType"] == "REJECT"
 
 
