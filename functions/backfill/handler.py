@@ -24,7 +24,8 @@ from rag.store.connection import get_connection
 
 logger = Logger(service="backfill")
 tracer = Tracer(service="backfill")
-metrics = Metrics(namespace="MeetingRag", service="backfill")
+# One Metrics per stage: each stage is its own Lambda, and its service dimension names the stage.
+metrics = {stage: Metrics(namespace="MeetingRag", service=f"backfill-{stage}") for stage in ("segment", "embed", "extract")}
 
 
 def log_failure(document: ClaimedDocument, error: str | None) -> None:
@@ -46,7 +47,7 @@ def run_batch(stage: str, event: dict[str, Any]) -> dict[str, int]:
             on_document=log_failure,
         )
     except TransientError:
-        metrics.add_metric(name="BackfillTransientErrors", unit=MetricUnit.Count, value=1)
+        metrics[stage].add_metric(name="BackfillTransientErrors", unit=MetricUnit.Count, value=1)
         logger.exception("batch rolled back; the state machine retries it")
         raise
     except Exception as exc:
@@ -57,30 +58,29 @@ def run_batch(stage: str, event: dict[str, Any]) -> dict[str, int]:
             raise TransientError(f"database unavailable: {exc}") from exc
         raise
     progress = advance(request.previous, result)
-    metrics.add_dimension(name="stage", value=stage)
-    metrics.add_metric(name="DocumentsProcessed", unit=MetricUnit.Count, value=result.processed)
-    metrics.add_metric(name="DocumentsFailed", unit=MetricUnit.Count, value=result.failed)
-    metrics.add_metric(name="DocumentsRemaining", unit=MetricUnit.Count, value=result.remaining)
+    metrics[stage].add_metric(name="DocumentsProcessed", unit=MetricUnit.Count, value=result.processed)
+    metrics[stage].add_metric(name="DocumentsFailed", unit=MetricUnit.Count, value=result.failed)
+    metrics[stage].add_metric(name="DocumentsRemaining", unit=MetricUnit.Count, value=result.remaining)
     logger.info("batch done", extra=progress.as_dict())
     return progress.as_dict()
 
 
 @logger.inject_lambda_context(clear_state=True)
 @tracer.capture_lambda_handler
-@metrics.log_metrics
+@metrics["segment"].log_metrics
 def segment_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, int]:
     return run_batch("segment", event)
 
 
 @logger.inject_lambda_context(clear_state=True)
 @tracer.capture_lambda_handler
-@metrics.log_metrics
+@metrics["embed"].log_metrics
 def embed_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, int]:
     return run_batch("embed", event)
 
 
 @logger.inject_lambda_context(clear_state=True)
 @tracer.capture_lambda_handler
-@metrics.log_metrics
+@metrics["extract"].log_metrics
 def extract_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, int]:
     return run_batch("extract", event)

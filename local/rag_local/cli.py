@@ -204,17 +204,26 @@ def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
     from rag.store.status import pipeline_status
 
     with connect(resolve_database_url(settings)) as conn:
-        status = pipeline_status(conn)
+        status = pipeline_status(conn, model_id=settings.embedding_model_id)
     print("documents by status:")
     if not status.counts:
         print("  (none)")
     for (project, state), count in sorted(status.counts.items()):
         print(f"  {project:<24} {state:<14} {count:>6}")
     print(f"chunks: {status.chunks}")
+    print(f"backfill pending ({settings.embedding_model_id}):")
+    for stage, count in status.pending.items():
+        print(f"  {stage:<10} {count:>6} documents")
+    print("knowledge: " + ", ".join(f"{count} {name}" for name, count in status.knowledge.items()))
     if status.failures:
         print("failures:")
         for failure in status.failures:
             print(f"  {failure.source_uri}\n    {failure.error}")
+    if status.backfill_failures:
+        print("backfill failures (`rag backfill --retry-failed` tries exhausted ones again):")
+        for failure in status.backfill_failures:
+            state = "exhausted" if failure.exhausted else "will retry"
+            print(f"  {failure.source_uri} [{failure.status}, {failure.attempts} attempts, {state}]\n    {failure.error}")
     if _services_pid(settings) is not None:
         from rag.aws import sqs_client
 
@@ -227,6 +236,29 @@ def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
                 f"{attrs['ApproximateNumberOfMessagesNotVisible']} in flight"
             )
     return 0
+
+
+def cmd_backfill(args: argparse.Namespace, settings: Settings) -> int:
+    """Run the backfill stages through the same handlers the state machine calls."""
+    from rag_local.backfill import run_backfill, run_backfill_in_state_machine
+
+    stages = [args.stage] if args.stage else ["segment", "embed", "extract"]
+    if args.retry_failed:
+        from rag.backfill.documents import reset_attempts
+        from rag.store.connection import connect, resolve_database_url
+
+        with connect(resolve_database_url(settings)) as conn:
+            print(f"{reset_attempts(conn)} documents with exhausted attempts are claimable again")
+    if args.state_machine:
+        return run_backfill_in_state_machine(stages, args.batch_size, args.max_iterations)
+    return run_backfill(
+        settings,
+        stages,
+        batch_size=args.batch_size,
+        until_complete=args.run_until_complete,
+        limit=args.limit,
+        progress=not args.quiet,
+    )
 
 
 def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
@@ -369,8 +401,30 @@ def build_parser() -> argparse.ArgumentParser:
     ingest.add_argument("--quiet", action="store_true", help="no progress bars")
     ingest.set_defaults(func=cmd_ingest)
 
-    status = sub.add_parser("status", help="documents by status, failures with their errors, queue depths")
+    status = sub.add_parser(
+        "status", help="documents by status, backfill work pending per stage, knowledge counts, failures, queue depths"
+    )
     status.set_defaults(func=cmd_status)
+
+    backfill = sub.add_parser(
+        "backfill",
+        help="run the backfill stages (segment, embed, extract) through their Lambda handlers",
+        description="Runs the stage handlers of functions/backfill/handler.py in-process, as the state machine "
+        "does: segment (raw_ingested -> segmented), embed (-> embedded), extract (-> extracted). Without "
+        "--run-until-complete each stage runs one batch. Exit status 1 if a document failed.",
+    )
+    backfill.add_argument("--stage", choices=["segment", "embed", "extract"], help="only this stage (default: all, in order)")
+    backfill.add_argument("--run-until-complete", action="store_true", help="repeat batches until nothing is left")
+    backfill.add_argument("--limit", type=int, metavar="N", help="process at most N documents per stage")
+    backfill.add_argument("--batch-size", type=int, default=10, metavar="N", help="documents per batch (default 10)")
+    backfill.add_argument("--retry-failed", action="store_true", help="first make documents that exhausted their attempts claimable again")
+    backfill.add_argument(
+        "--state-machine", action="store_true",
+        help="run the CDK-synthesized state machine in moto instead (needs the infra extra; implies until complete)",
+    )  # fmt: skip
+    backfill.add_argument("--max-iterations", type=int, default=100, help="loop bound per stage with --state-machine")
+    backfill.add_argument("--quiet", action="store_true", help="no progress bars")
+    backfill.set_defaults(func=cmd_backfill)
 
     search = sub.add_parser("search", help="search through the local query API and print a table")
     search.add_argument("question")

@@ -11,9 +11,11 @@ The definition is never rewritten by hand: ``synthesize_backfill_template`` synt
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from functools import cache
 from typing import Any
 from unittest import mock
 
@@ -27,11 +29,13 @@ REGION = "us-east-1"
 Dispatch = Callable[[dict[str, Any]], Any]
 
 
+@cache  # synthesis takes seconds (jsii, Node.js); the result never changes within a process
 def synthesize_backfill_template(*, retry_interval_seconds: int = 1, max_iterations: int = 100) -> dict[str, Any]:
     """The CloudFormation template of a stack holding only the backfill state machine.
 
     Its Lambdas are inline stubs named after the real handlers (``handler.segment_handler``,
     ...): only their ARNs matter, the state machine is the construct the CDK app deploys.
+    Callers must not modify the returned template (it is cached).
     """
     import aws_cdk as cdk
     from aws_cdk import aws_lambda as lambda_
@@ -167,7 +171,9 @@ def run_backfill_state_machine(
     definition = definition or backfill_definition()
     dispatch = dispatch or stage_handlers()
     config = {"stepfunctions": {"execute_state_machine": True}, "lambda": {"use_docker": False}}
-    with mock_aws(config=config), lambdas_dispatched_to(dispatch):
+    # In-process moto: an AWS_ENDPOINT_URL (set for `rag up`'s moto server) would send boto3 elsewhere.
+    environment = {k: v for k, v in os.environ.items() if k != "AWS_ENDPOINT_URL"}
+    with mock.patch.dict(os.environ, environment, clear=True), mock_aws(config=config), lambdas_dispatched_to(dispatch):
         sfn = boto3.client("stepfunctions", region_name=REGION)
         machine = sfn.create_state_machine(
             name="backfill",

@@ -25,7 +25,7 @@ def free_port() -> int:
 def test_every_subcommand_has_help(capsys):
     parser = build_parser()
     commands = parser._subparsers._group_actions[0].choices  # noqa: SLF001 - argparse keeps them here
-    assert {"up", "down", "migrate", "ingest", "status", "search", "serve", "openapi", "report"} <= set(commands)
+    assert {"up", "down", "migrate", "ingest", "status", "search", "serve", "openapi", "report", "backfill"} <= set(commands)
     for name in commands:
         with pytest.raises(SystemExit) as exit_info:
             parser.parse_args([name, "--help"])
@@ -86,3 +86,68 @@ def test_ingest_without_services_says_what_to_do(tmp_path):
         env=env, capture_output=True, text=True, timeout=60,
     )
     assert result.returncode == 1 and "run `rag up` first" in result.stderr
+
+
+BACKFILL_FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "backfill"
+
+
+@pytest.mark.slow
+def test_backfill_runs_the_stage_handlers_and_status_reports_the_stages(db, local_embedder, capsys):
+    from rag_local.cli import main
+    from tests.backfill.conftest import ingest_file
+
+    scanner = ingest_file(db, BACKFILL_FIXTURES / "transcripts" / "scanner_rollout_sync.txt", local_embedder)
+    ingest_file(db, BACKFILL_FIXTURES / "documents" / "release_process.md", local_embedder)
+
+    assert main(["backfill", "--stage", "segment", "--limit", "1"]) == 0
+    captured = capsys.readouterr()
+    assert "segment  1 processed, 0 failed, 1 remaining" in captured.out
+    assert "embed" not in captured.out
+    assert "segment : 100%" in captured.err and "1/1" in captured.err  # the progress bar
+
+    assert main(["status"]) == 0
+    out = capsys.readouterr().out
+    assert "orion                    raw_ingested        1" in out and "orion                    segmented           1" in out
+    assert "  segment         1 documents" in out and "  embed           1 documents" in out
+
+    assert main(["backfill", "--run-until-complete", "--batch-size", "1", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "segment  1 processed, 0 failed, 0 remaining" in out
+    assert "embed    2 processed, 0 failed, 0 remaining" in out
+    assert "extract  2 processed, 0 failed, 0 remaining" in out
+    assert {row[0] for row in db.execute("SELECT status FROM documents")} == {"extracted"}
+
+    # A document whose extraction failed three times shows with its error, and can be retried.
+    db.execute(
+        "UPDATE documents SET status = 'embedded', backfill_error = 'extract: LLMOutputError: refused', backfill_attempts = 3 WHERE id = %s",
+        (scanner,),
+    )
+    assert main(["status"]) == 0
+    out = capsys.readouterr().out
+    assert "  extract         0 documents" in out
+    assert "s3://rag-documents/projects/orion/scanner_rollout_sync.txt [embedded, 3 attempts, exhausted]" in out
+    assert "extract: LLMOutputError: refused" in out
+    tasks = db.execute("SELECT count(*) FROM tasks").fetchone()[0]
+    assert f"{tasks} tasks, {tasks} open tasks" in out
+
+    assert main(["backfill", "--stage", "extract", "--retry-failed", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "1 documents with exhausted attempts are claimable again" in out
+    assert "extract  1 processed, 0 failed, 0 remaining" in out
+    assert db.execute("SELECT status, backfill_error FROM documents WHERE id = %s", (scanner,)).fetchone() == ("extracted", None)
+
+
+@pytest.mark.slow
+def test_backfill_through_the_synthesized_state_machine(db, local_embedder, capsys):
+    from rag_local.cli import main
+    from tests.backfill.conftest import ingest_file
+
+    ingest_file(db, BACKFILL_FIXTURES / "documents" / "release_process.md", local_embedder)
+
+    assert main(["backfill", "--state-machine", "--batch-size", "5"]) == 0
+
+    out = capsys.readouterr().out
+    assert "execution SUCCEEDED" in out
+    assert "segment  1 processed, 0 failed, 0 remaining after 1 iterations" in out
+    assert "extract  1 processed, 0 failed, 0 remaining after 1 iterations" in out
+    assert db.execute("SELECT status FROM documents").fetchone()[0] == "extracted"

@@ -42,7 +42,7 @@ from rag.backfill.models import ItemKind, KnowledgeItem
 from rag.backfill.text import clip
 from rag.backfill.units import Unit
 
-FILLERS = re.compile(r"^(?:(?:okay|ok|so|right|good|well|yeah|yes|sure|then|and|alright|great|fine)\b[,.!:]?\s*)+", re.I)
+FILLERS = re.compile(r"^(?:(?:okay|ok|so|right|good|well|yeah|yes|sure|then|and|alright|great|fine|uh|um|er|ah|hmm|mm)\b[,.!:]?\s*)+", re.I)
 
 
 def _any(*patterns: str) -> re.Pattern[str]:
@@ -65,15 +65,21 @@ RISK = _any(
     r"\bmight\s+not\b", r"\bmay\s+not\b", r"\bcould\s+(?:delay|slip|fail|break|push)\b",
     r"\b(?:problem|issue)\s+is\s+that\b", r"\bif\b.{0,80}\b(?:slips|fails|misses|breaks)\b",
 )  # fmt: skip
-NOT_RISK = _any(r"\bno\s+risk\b", r"\blow\s+risk\b", r"\bnot\s+sure\b", r"\brisk\s+assessment\b", r"\bnot\s+worried\b")
+NOT_RISK = _any(
+    r"\bno\s+risk\b", r"\blow\s+risk\b", r"\bnot\s+sure\b", r"\brisk\s+assessment\b", r"\bnot\s+worried\b",
+    r"\b(?:is|are)\s+concerned\b(?!\s+(?:about|that))", r"\bconcerned\s+with\b",
+)
 OPPORTUNITY = _any(
     r"\bopportunit(?:y|ies)\b", r"\bwe\s+could\s+also\b", r"\bpotential\s+to\b", r"\bthere(?:'s|\s+is)\s+potential\b",
     r"\bcould\s+save\b", r"\bupsell\b", r"\bnew\s+market\b", r"\bcould\s+(?:expand|grow|win|sell)\b",
 )  # fmt: skip
+# Verbs of running the conversation itself ("I'll start", "I'll pick up on that"), never tasks.
+MEETING_VERBS = (
+    r"be|say|admit|bet|guess|think|have|go\s+with|leave|see|tell\s+you\s+what|start|begin|pick|come|bring|ask|try"
+    r"|pursue|move|hand|turn|stop|explain|answer|repeat|continue|make\s+an\s+example|keep\s+it|go\s+(?:on|back|through)"
+)
 SELF_COMMITMENT = re.compile(
-    r"\bI(?:'ll|\s+will|'m\s+going\s+to|\s+am\s+going\s+to)\s+"
-    r"(?!be\b|say\b|admit\b|bet\b|guess\b|think\b|have\b|go\s+with\b|leave\b|see\b|tell\s+you\s+what\b)\w+",
-    re.I,
+    rf"\bI(?:'ll|\s+will|'m\s+going\s+to|\s+am\s+going\s+to)\s+(?!(?:{MEETING_VERBS})\b)\w+", re.I
 )
 NAMED_COMMITMENT = re.compile(r"\b(?P<name>[A-Z][a-z]+)\s+(?:will|is\s+going\s+to)\s+(?!be\b)\w+")
 ROLE_COMMITMENT = re.compile(
@@ -84,6 +90,13 @@ NOT_NAMES = {"It", "That", "This", "There", "We", "They", "He", "She", "You", "W
              "Everyone", "Nobody", "Someone", "Everything", "Nothing", "Who", "Where", "When", "How", "If"}  # fmt: skip
 VOCATIVE_REQUEST = re.compile(r"^(?P<name>[A-Z][a-z]+),\s+(?:please|can\s+you|could\s+you|would\s+you)\b")
 REQUEST = re.compile(r"^(?:please|can\s+you|could\s+you|would\s+you)\b|\bplease\s+\w+", re.I)
+# "Can you explain ...?" asks for an answer now, not for work after the meeting.
+ASKS_TO_TALK = re.compile(
+    r"^(?:\w+,\s+)?(?:can|could|would)\s+you\s+(?:just\s+|briefly\s+|perhaps\s+)?"
+    r"(?:explain|describe|tell|say|answer|set\s+out|clarify|outline|talk|expand|elaborate|comment|give\s+us|confirm|"
+    r"update\s+us|share\s+with\s+us|remind)\b",
+    re.I,
+)
 ACTION_ITEM = re.compile(r"\baction\s+item(?:\s+for\s+(?P<name>[A-Z][a-z]+))?", re.I)
 WE_NEED_TO = re.compile(r"\bwe\s+need\s+to\s+\w+", re.I)
 ACCEPTS = re.compile(r"^(?:sure|will\s+do|okay|ok|yes|yep|I'll|I\s+will|on\s+it)\b", re.I)
@@ -150,6 +163,8 @@ def classify(sentence: str, speaker: str | None = None, meeting_date: date | Non
 
 
 def _task(core: str, speaker: str | None) -> tuple[str | None, bool]:
+    if len(core.split()) < 3 or ASKS_TO_TALK.search(core):
+        return None, False
     if SELF_COMMITMENT.search(core):
         return speaker, True
     if vocative := VOCATIVE_REQUEST.search(core):

@@ -122,8 +122,9 @@ def segment_by_headings(document: ClaimedDocument) -> list[Segment]:
         text = body[start:end]
         if not text.strip():
             continue
-        content_start = start + (text.index("\n") + 1 if path and "\n" in text else (len(text) if path else 0))
-        lead = [s.text for s in sentences(body[content_start:end])][:2]
+        # A section starts with its heading line: the summary is the lead of what follows it.
+        content_start = start + (len(text.split("\n", 1)[0]) + 1 if path else 0)
+        lead = [s.text for s in sentences(body[min(content_start, end) : end])][:2]
         title = path[-1] if path else (document.title or "Document")
         stripped_start = start + (len(text) - len(text.lstrip()))
         stripped_end = start + len(text.rstrip())
@@ -167,9 +168,10 @@ def segment_with_llm(document: ClaimedDocument, settings: Settings) -> list[Segm
     from rag.backfill.llm import numbered_units, structured_completion
 
     turns = document.turns
-    proposals: list[tuple[int, str, str]] = []  # (start turn, title, summary)
+    starts: dict[int, tuple[str, str]] = {}  # first turn of each segment -> (title, summary)
     for window_start in range(0, len(turns), LLM_WINDOW_TURNS):
         window = turns[window_start : window_start + LLM_WINDOW_TURNS]
+        last = window_start + len(window) - 1
         answer = structured_completion(
             settings,
             system=SEGMENT_SYSTEM_PROMPT,
@@ -177,17 +179,16 @@ def segment_with_llm(document: ClaimedDocument, settings: Settings) -> list[Segm
             + numbered_units([f"{t.speaker}: {t.text}" for t in window], window_start),
             response_model=ProposedSegmentation,
         )
-        last = window_start + len(window) - 1
         valid = sorted(
             (p for p in answer.segments if window_start <= p.start_turn <= p.end_turn <= last and p.title.strip()),
             key=lambda p: p.start_turn,
         )
         if not valid:
             raise LLMOutputError(f"no usable segment for turns {window_start}-{last} in {len(answer.segments)} proposed")
-        proposals.extend((p.start_turn, p.title, p.summary) for p in valid)
-        proposals[-len(valid)] = (window_start, *proposals[-len(valid)][1:])  # each window starts a segment
-    by_start = dict((start, (title, summary)) for start, title, summary in proposals)
+        # Gaps and overlaps are closed by the next segment's start; each window starts a segment.
+        for position, proposed in enumerate(valid):
+            starts[window_start if position == 0 else proposed.start_turn] = (proposed.title, proposed.summary)
     return [
-        turn_segment(document, index, first, last, *by_start[first], "llm")
-        for index, (first, last) in enumerate(ranges_from_starts(list(by_start), len(turns)))
+        turn_segment(document, index, first, last, *starts[first], "llm")
+        for index, (first, last) in enumerate(ranges_from_starts(list(starts), len(turns)))
     ]

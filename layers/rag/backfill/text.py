@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])|\n\s*\n")
 WORD = re.compile(r"[A-Za-z][A-Za-z'-]+")
+MARKUP = re.compile(r"\{\w+\}|<[^>]{1,40}>")  # transcript annotations ({vocalsound}, {gap}) and tags
 
 # Function words and meeting fillers: never a topic keyword.
 STOPWORDS = frozenset(
@@ -54,7 +55,8 @@ def _sentence(text: str, start: int, end: int, offset: int) -> Iterator[Sentence
 
 
 def content_words(text: str) -> list[str]:
-    return [w for w in (m.group().lower().strip("'-") for m in WORD.finditer(text)) if len(w) > 2 and w not in STOPWORDS]
+    words = (m.group().lower().strip("'-") for m in WORD.finditer(MARKUP.sub(" ", text)))
+    return [w for w in words if len(w) > 2 and w not in STOPWORDS]
 
 
 def keyword_titles(texts: Sequence[str], per_title: int = 3) -> list[str]:

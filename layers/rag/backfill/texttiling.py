@@ -4,7 +4,9 @@ For every gap between two turns, compare the (length-weighted) mean embedding of
 ``window`` turns before it with that of the ``window`` turns after it. A topic shift is
 a valley of that similarity: its depth is how far the similarity climbs back on both
 sides. Gaps deeper than ``mean + cutoff * stdev`` of all depths become boundaries,
-deepest first, never closer than ``min_turns`` to each other or to either end.
+deepest first, never closer than ``min_turns`` to each other or to either end. The
+cutoff is relative, so a long meeting on one noisy topic is still split at its weakest
+points (``min_depth`` only keeps coherent talk whole).
 """
 
 from __future__ import annotations
@@ -63,17 +65,17 @@ def boundaries(
     *,
     window: int | None = None,
     min_turns: int | None = None,
-    cutoff: float = 0.5,
+    cutoff: float = 1.0,
     min_depth: float = 0.08,
 ) -> list[int]:
     """Turn indexes where a new segment starts (0 excluded), in order.
 
     By default the window grows with the meeting (3 turns, up to 10 for 400+ turns) and a
-    segment holds at least 6 turns or a twentieth of the meeting.
+    segment holds at least 6 turns or a twelfth of the meeting.
     """
     n = len(vectors)
     window = window or min(10, max(3, n // 40))
-    min_turns = min_turns or max(6, n // 20)
+    min_turns = min_turns or max(6, n // 12)
     if n < 2 * min_turns:
         return []
     depths = depth_scores(gap_similarities(vectors, weights, window))

@@ -1,4 +1,5 @@
-"""Pipeline status: documents per project and stage, and the failures with their errors."""
+"""Pipeline status: documents per project and stage, what each backfill stage still has to do,
+the knowledge extracted so far, and the failures with their errors."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import psycopg
 
+KNOWLEDGE_TABLES = ("segments", "decisions", "risks", "opportunities", "tasks")
+
 
 @dataclass(frozen=True)
 class Failure:
@@ -15,14 +18,32 @@ class Failure:
     error: str | None
 
 
+@dataclass(frozen=True)
+class BackfillFailure:
+    """A document whose last backfill attempt failed; ``exhausted`` when it is no longer retried."""
+
+    source_uri: str
+    status: str
+    error: str
+    attempts: int
+    exhausted: bool
+
+
 @dataclass
 class PipelineStatus:
     counts: dict[tuple[str, str], int] = field(default_factory=dict)  # (project_id, status) -> documents
     chunks: int = 0
     failures: list[Failure] = field(default_factory=list)
+    pending: dict[str, int] = field(default_factory=dict)  # backfill stage -> documents it would still claim
+    knowledge: dict[str, int] = field(default_factory=dict)  # table -> rows (and "open tasks")
+    backfill_failures: list[BackfillFailure] = field(default_factory=list)
 
 
-def pipeline_status(conn: psycopg.Connection, *, max_failures: int = 50) -> PipelineStatus:
+def pipeline_status(conn: psycopg.Connection, *, model_id: str | None = None, max_failures: int = 50) -> PipelineStatus:
+    """Everything `rag status` shows; ``model_id`` (the configured embedding model) enables the stage counts."""
+    from rag.backfill.documents import MAX_ATTEMPTS, count_remaining
+    from rag.backfill.stages import STAGES
+
     status = PipelineStatus()
     for project, state, count in conn.execute(
         "SELECT project_id, status, count(*) FROM documents GROUP BY 1, 2 ORDER BY 1, 2"
@@ -33,6 +54,19 @@ def pipeline_status(conn: psycopg.Connection, *, max_failures: int = 50) -> Pipe
         Failure(*row)
         for row in conn.execute(
             "SELECT source_uri, error FROM documents WHERE status = 'failed' ORDER BY updated_at DESC LIMIT %s",
+            (max_failures,),
+        )
+    ]
+    if model_id is not None:
+        status.pending = {stage: count_remaining(conn, stage, model_id) for stage in STAGES}
+    for table in KNOWLEDGE_TABLES:
+        status.knowledge[table] = conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]  # noqa: S608 - constants
+    status.knowledge["open tasks"] = conn.execute("SELECT count(*) FROM tasks WHERE status = 'open'").fetchone()[0]
+    status.backfill_failures = [
+        BackfillFailure(uri, state, error, attempts, attempts >= MAX_ATTEMPTS)
+        for uri, state, error, attempts in conn.execute(
+            """SELECT source_uri, status, backfill_error, backfill_attempts FROM documents
+               WHERE backfill_error IS NOT NULL ORDER BY updated_at DESC LIMIT %s""",
             (max_failures,),
         )
     ]

@@ -1,0 +1,42 @@
+"""The stage Lambdas of functions/backfill/handler.py: their input, output and error contract."""
+
+from __future__ import annotations
+
+import pytest
+
+from rag.backfill.errors import TransientError
+from rag_local.lambdas import LocalContext, load_handler_module
+
+from .conftest import RELEASE_PROCESS, ingest_file
+
+
+@pytest.fixture
+def handler_module():
+    return load_handler_module("backfill")
+
+
+def test_a_batch_returns_the_loop_progress_with_running_totals(db, local_embedder, handler_module):
+    ingest_file(db, RELEASE_PROCESS, local_embedder)
+    previous = {"iteration": 4, "processed": 0, "failed": 0, "remaining": 1, "processed_total": 7, "failed_total": 2}
+
+    response = handler_module.segment_handler({"stage": "segment", "batch_size": 5, "previous": previous}, LocalContext())
+
+    assert response == {"iteration": 5, "processed": 1, "failed": 0, "remaining": 0, "processed_total": 8, "failed_total": 2}
+
+
+@pytest.mark.parametrize("batch_size", [0, 501, "10", True, None])
+def test_bad_input_is_a_clear_error(handler_module, batch_size, database_url):
+    with pytest.raises(ValueError, match=r"batch_size must be an integer from 1 to 500"):
+        handler_module.embed_handler({"batch_size": batch_size}, LocalContext())
+
+
+def test_an_unreachable_database_is_a_transient_error(handler_module, monkeypatch):
+    from rag.config import get_settings
+    from rag.store.connection import close_connection
+
+    close_connection()
+    monkeypatch.setenv("DATABASE_URL", "postgresql://postgres@127.0.0.1:1/nowhere?connect_timeout=2")
+    get_settings.cache_clear()
+    with pytest.raises(TransientError, match="database unavailable"):
+        handler_module.extract_handler({"batch_size": 2}, LocalContext())
+    close_connection()
