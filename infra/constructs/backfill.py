@@ -14,7 +14,6 @@ from infra.constructs.backfill_state_machine import STAGES, BackfillStateMachine
 from infra.constructs.database import Database
 from infra.constructs.network import Network
 from infra.defaults import function_code, python_function
-from infra.nag import acknowledge, logical_id
 from infra.permissions import grant_embedding_and_llm
 
 STAGE_DESCRIPTIONS = {
@@ -67,22 +66,9 @@ class Backfill(Construct):
             max_iterations=config.backfill_max_iterations,
         )
         self.machine = machine
+        self.state_machine: sfn.StateMachine = machine.state_machine
         # The construct fixes its log retention (a month): the stage's retention applies here too.
         machine.log_group.node.default_child.add_property_override("RetentionInDays", config.log_retention_days)
-        # Findings on the backfill-stages helper's construct, accepted here (its file is theirs).
-        machine_role = machine.state_machine.role
-        for function in self.functions.values():
-            acknowledge(
-                machine_role,
-                f"AwsSolutions-IAM5[Resource::<{logical_id(function)}.Arn>:*]",
-                "Step Functions' LambdaInvoke may call any version of this stage function, and only this function",
-            )
-        acknowledge(
-            machine_role,
-            "AwsSolutions-IAM5[Resource::*]",
-            "X-Ray tracing and CloudWatch Logs delivery (logs:CreateLogDelivery and friends) support no resource scoping",
-        )
-        self.state_machine: sfn.StateMachine = machine.state_machine
 
         self.schedule = events.Rule(
             self,
