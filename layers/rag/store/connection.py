@@ -1,10 +1,17 @@
-"""Database connections: one per warm Lambda, reopened when it breaks."""
+"""Database connections: one per warm Lambda, reopened when it breaks.
+
+Where the database is, in order: ``DATABASE_URL``; ``RAG_DATABASE_IAM_URL`` (RDS Proxy or RDS with IAM
+authentication: the URL names host, port, user and database, and the password is a 15-minute IAM token made
+at connect time, so no function ever holds a database password); the Secrets Manager secret
+``RAG_DATABASE_SECRET_ARN``; else the embedded server of ``rag up``.
+"""
 
 from __future__ import annotations
 
 import json
+import os
 from typing import TYPE_CHECKING
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit, urlunsplit
 
 if TYPE_CHECKING:
     import psycopg
@@ -12,6 +19,8 @@ if TYPE_CHECKING:
     from rag.config import Settings
 
 LOCAL_DATABASE = "rag"
+# Read here rather than in Settings until the field moves there (the CDK app sets it on every function).
+IAM_URL_ENV = "RAG_DATABASE_IAM_URL"
 
 _connection: psycopg.Connection | None = None
 
@@ -22,9 +31,11 @@ def local_database_url(settings: Settings, database: str = LOCAL_DATABASE) -> st
 
 
 def resolve_database_url(settings: Settings) -> str:
-    """DATABASE_URL, else the Secrets Manager secret (AWS), else the embedded server."""
+    """DATABASE_URL, else IAM authentication, else the Secrets Manager secret (AWS), else the embedded server."""
     if settings.database_url:
         return settings.database_url
+    if iam_url := database_iam_url(settings):
+        return url_with_iam_token(iam_url, settings.aws_region)
     if settings.database_secret_arn:
         return _url_from_secret(settings)
     return local_database_url(settings)
@@ -38,7 +49,37 @@ def _url_from_secret(settings: Settings) -> str:
     user, password = quote(secret["username"], safe=""), quote(secret["password"], safe="")
     host, port = secret["host"], secret.get("port", 5432)
     dbname = secret.get("dbname", "postgres")
-    return f"postgresql://{user}:{password}@{host}:{port}/{dbname}?sslmode=require"
+    # RDS's secrets carry no sslmode: TLS is required unless a (non-RDS) secret says otherwise.
+    sslmode = secret.get("sslmode", "require")
+    return f"postgresql://{user}:{password}@{host}:{port}/{dbname}?sslmode={sslmode}"
+
+
+def database_iam_url(settings: Settings) -> str | None:
+    return getattr(settings, "database_iam_url", None) or os.environ.get(IAM_URL_ENV) or None
+
+
+def url_with_iam_token(iam_url: str, region: str, *, rds_client: object | None = None) -> str:
+    """``iam_url`` (no password) with a fresh IAM authentication token as its password.
+
+    The token is a SigV4-presigned request made locally from the function's credentials (no API call);
+    RDS Proxy and RDS accept it for 15 minutes, and only over TLS, so ``sslmode=require`` is the default.
+    """
+    parts = urlsplit(iam_url)
+    if parts.scheme not in ("postgresql", "postgres") or not parts.hostname or not parts.username:
+        raise ValueError(f"{IAM_URL_ENV} must look like postgresql://user@host:port/dbname, not {iam_url!r}")
+    if parts.password:
+        raise ValueError(f"{IAM_URL_ENV} must not carry a password: the IAM token is the password")
+    port = parts.port or 5432
+    if rds_client is None:
+        import boto3
+
+        rds_client = boto3.client("rds", region_name=region)
+    token = rds_client.generate_db_auth_token(  # type: ignore[attr-defined]
+        DBHostname=parts.hostname, Port=port, DBUsername=parts.username, Region=region
+    )
+    netloc = f"{quote(parts.username, safe='')}:{quote(token, safe='')}@{parts.hostname}:{port}"
+    query = parts.query if "sslmode=" in parts.query else "&".join(filter(None, [parts.query, "sslmode=require"]))
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 
 def connect(url: str, *, register: bool = True, connect_timeout: int = 5) -> psycopg.Connection:

@@ -1,0 +1,141 @@
+"""RDS for PostgreSQL (pgvector 0.8) behind RDS Proxy with IAM authentication; credentials rotated in Secrets Manager."""
+
+from __future__ import annotations
+
+import aws_cdk as cdk
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_rds as rds
+from aws_cdk import aws_secretsmanager as secretsmanager
+from constructs import Construct
+
+from infra.config import StageConfig
+from infra.defaults import DATABASE_NAME, DATABASE_PORT, POSTGRES_VERSION, VPC_CIDR, log_retention
+from infra.constructs.network import Network
+from infra.nag import acknowledge
+
+ADMIN_USER = "rag_admin"  # owns the schema; used by the deploy-time migrator only
+APP_USER = "rag_app"  # what the functions log in as (through the proxy, with IAM): rows, not schema
+PROXY_PORT = 5432
+EXPORTED_LOGS = ("postgresql", "upgrade")  # RDS Proxy listens on the engine's default port
+
+
+class Database(Construct):
+    def __init__(self, scope: Construct, id: str, *, config: StageConfig, network: Network) -> None:
+        super().__init__(scope, id)
+        engine = rds.DatabaseInstanceEngine.postgres(version=POSTGRES_VERSION)
+        self.instance_sg = ec2.SecurityGroup(
+            self, "InstanceSg", vpc=network.vpc, description="PostgreSQL instance", allow_all_outbound=False
+        )
+        self.proxy_sg = ec2.SecurityGroup(self, "ProxySg", vpc=network.vpc, description="RDS Proxy", allow_all_outbound=False)
+        self.proxy_sg.add_ingress_rule(network.functions_sg, ec2.Port.tcp(PROXY_PORT), "PostgreSQL from the Lambdas")
+        self.proxy_sg.add_egress_rule(self.instance_sg, ec2.Port.tcp(DATABASE_PORT), "PostgreSQL to the instance")
+        self.instance_sg.add_ingress_rule(self.proxy_sg, ec2.Port.tcp(DATABASE_PORT), "PostgreSQL from the proxy")
+        # The proxy reads its credentials from Secrets Manager: allow HTTPS to the VPC's interface endpoints.
+        self.proxy_sg.add_egress_rule(ec2.Peer.ipv4(VPC_CIDR), ec2.Port.tcp(443), "HTTPS to the VPC endpoints")
+
+        identifier = f"meeting-rag-{config.name}"
+        # The exported PostgreSQL logs get their retention here, not from a LogRetention Lambda.
+        exported_logs = [
+            logs.LogGroup(
+                self,
+                f"{name.capitalize()}Logs",
+                log_group_name=f"/aws/rds/instance/{identifier}/{name}",
+                retention=log_retention(config),
+                removal_policy=cdk.RemovalPolicy.DESTROY,
+            )
+            for name in EXPORTED_LOGS
+        ]
+        self.instance = rds.DatabaseInstance(
+            self,
+            "Instance",
+            instance_identifier=identifier,
+            engine=engine,
+            instance_type=ec2.InstanceType(config.db_instance_class),
+            vpc=network.vpc,
+            vpc_subnets=network.database_subnets,
+            security_groups=[self.instance_sg],
+            port=DATABASE_PORT,
+            database_name=DATABASE_NAME,
+            credentials=rds.Credentials.from_generated_secret(ADMIN_USER),
+            storage_encrypted=True,
+            storage_type=rds.StorageType.GP3,
+            allocated_storage=config.db_allocated_storage_gb,
+            max_allocated_storage=config.db_max_allocated_storage_gb,
+            multi_az=config.db_multi_az,
+            deletion_protection=config.db_deletion_protection,
+            backup_retention=cdk.Duration.days(config.db_backup_retention_days),
+            delete_automated_backups=not config.db_deletion_protection,
+            removal_policy=cdk.RemovalPolicy.SNAPSHOT if config.db_deletion_protection else cdk.RemovalPolicy.DESTROY,
+            iam_authentication=True,
+            auto_minor_version_upgrade=True,
+            publicly_accessible=False,
+            cloudwatch_logs_exports=list(EXPORTED_LOGS),
+            parameter_group=rds.ParameterGroup(
+                self, "Parameters", engine=engine, parameters={"rds.force_ssl": "1", "log_min_duration_statement": "1000"}
+            ),
+        )
+        for group in exported_logs:
+            self.instance.node.add_dependency(group)
+        if not config.db_multi_az:
+            acknowledge(
+                self.instance,
+                "AwsSolutions-RDS3",
+                f"stage {config.name} runs a single-AZ instance to save cost; db_multi_az switches it (on in prod)",
+            )
+        if not config.db_deletion_protection:
+            acknowledge(
+                self.instance,
+                "AwsSolutions-RDS10",
+                f"stage {config.name} tears down cleanly; db_deletion_protection switches it (on in prod)",
+            )
+        assert self.instance.secret is not None
+        self.secret = self.instance.secret
+        self.rotation = self.instance.add_rotation_single_user(
+            automatically_after=cdk.Duration.days(config.db_secret_rotation_days),
+            vpc_subnets=network.function_subnets,
+        )
+
+        # The application role's credentials: the migrator creates the role with them, the proxy logs in with them.
+        self.app_secret = rds.DatabaseSecret(self, "AppSecret", username=APP_USER, dbname=DATABASE_NAME).attach(
+            self.instance
+        )
+        self.app_rotation = secretsmanager.SecretRotation(
+            self,
+            "AppSecretRotation",
+            application=secretsmanager.SecretRotationApplication.POSTGRES_ROTATION_SINGLE_USER,
+            secret=self.app_secret,
+            target=self.instance,
+            vpc=network.vpc,
+            vpc_subnets=network.function_subnets,
+            automatically_after=cdk.Duration.days(config.db_secret_rotation_days),
+            rotate_immediately_on_update=False,  # the role exists only once the migrator has run
+        )
+
+        self.proxy = rds.DatabaseProxy(
+            self,
+            "Proxy",
+            proxy_target=rds.ProxyTarget.from_instance(self.instance),
+            secrets=[self.secret, self.app_secret],
+            vpc=network.vpc,
+            vpc_subnets=network.database_subnets,
+            security_groups=[self.proxy_sg],
+            iam_auth=True,
+            require_tls=True,
+            max_connections_percent=80,  # headroom for migrations, rotation and an operator
+            debug_logging=False,
+        )
+
+    @property
+    def iam_url(self) -> str:
+        """``RAG_DATABASE_IAM_URL``: the proxy endpoint and user; the password is an IAM token made at connect time."""
+        return f"postgresql://{APP_USER}@{self.proxy.endpoint}:{PROXY_PORT}/{DATABASE_NAME}?sslmode=require"
+
+    def allow_direct_access(self, peer: ec2.ISecurityGroup, description: str) -> None:
+        """The instance itself (not the proxy), for the deploy-time migrator only."""
+        self.instance_sg.add_ingress_rule(peer, ec2.Port.tcp(DATABASE_PORT), description)
+
+    def grant_connect(self, grantee: iam.IGrantable) -> None:
+        """``rds-db:connect`` through the proxy as the application user, nothing else."""
+        self.proxy.grant_connect(grantee, APP_USER)

@@ -1,0 +1,109 @@
+"""Storage and ingest: the documents bucket, its change notifications to an encrypted queue with a DLQ, the ingest Lambda."""
+
+from __future__ import annotations
+
+import aws_cdk as cdk
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_lambda_event_sources as sources
+from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_s3_notifications as s3n
+from aws_cdk import aws_sqs as sqs
+from constructs import Construct
+
+from infra.config import StageConfig
+from infra.constructs.database import Database
+from infra.constructs.network import Network
+from infra.defaults import function_code, python_function, secure_bucket, secure_queue
+from infra.nag import acknowledge, logical_id
+from infra.permissions import grant_embedding_and_llm
+
+DOCUMENTS_PREFIX = "projects/"  # the ingest contract: projects/<project_id>/<any path>/<file>
+# AWS's guidance for SQS event sources: visibility timeout at least six times the function timeout.
+VISIBILITY_TIMEOUT_FACTOR = 6
+
+
+class Ingest(Construct):
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        config: StageConfig,
+        network: Network,
+        database: Database,
+        layer: lambda_.ILayerVersion,
+    ) -> None:
+        super().__init__(scope, id)
+        self.access_logs = secure_bucket(
+            self,
+            "AccessLogs",
+            config,
+            versioned=False,
+            lifecycle_rules=[s3.LifecycleRule(expiration=cdk.Duration.days(365))],
+        )
+        self.bucket = secure_bucket(
+            self, "Documents", config, server_access_logs_bucket=self.access_logs, server_access_logs_prefix="documents/"
+        )
+
+        self.dlq = secure_queue(self, "DeadLetters", retention_period=cdk.Duration.days(14))
+        self.queue = secure_queue(
+            self,
+            "Changes",
+            visibility_timeout=cdk.Duration.seconds(config.ingest_timeout_seconds * VISIBILITY_TIMEOUT_FACTOR),
+            retention_period=cdk.Duration.days(4),
+            dead_letter_queue=sqs.DeadLetterQueue(max_receive_count=config.ingest_max_receive_count, queue=self.dlq),
+        )
+        only_documents = s3.NotificationKeyFilter(prefix=DOCUMENTS_PREFIX)
+        for event in (s3.EventType.OBJECT_CREATED, s3.EventType.OBJECT_REMOVED):
+            self.bucket.add_event_notification(event, s3n.SqsDestination(self.queue), only_documents)
+        # CDK's singleton that writes the bucket's notification configuration.
+        notifications_handler = next(
+            child for child in cdk.Stack.of(self).node.children if child.node.id.startswith("BucketNotificationsHandler")
+        )
+        acknowledge(
+            notifications_handler,
+            "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole]",
+            "CDK's bucket-notification custom resource: it writes only its own logs with this policy",
+        )
+
+        self.function = python_function(
+            self,
+            "Function",
+            config=config,
+            description="S3 changes (via SQS) -> parsed, chunked, embedded rows in PostgreSQL",
+            code=function_code("ingest"),
+            handler="handler.lambda_handler",
+            service="ingest",
+            layer=layer,
+            vpc=network.vpc,
+            security_group=network.functions_sg,
+            memory_mb=config.ingest_memory_mb,
+            timeout=cdk.Duration.seconds(config.ingest_timeout_seconds),
+            environment={"RAG_DATABASE_IAM_URL": database.iam_url},
+        )
+        self.function.add_event_source(
+            sources.SqsEventSource(
+                self.queue,
+                batch_size=config.ingest_batch_size,
+                max_batching_window=cdk.Duration.seconds(config.ingest_batching_window_seconds),
+                max_concurrency=config.ingest_max_concurrency,
+                report_batch_item_failures=True,
+            )
+        )
+        # Read the documents (any version), nothing else of the bucket.
+        self.function.add_to_role_policy(
+            iam.PolicyStatement(
+                actions=["s3:GetObject", "s3:GetObjectVersion"],
+                resources=[self.bucket.arn_for_objects(f"{DOCUMENTS_PREFIX}*")],
+            )
+        )
+        acknowledge(
+            self.function.role,
+            f"AwsSolutions-IAM5[Resource::<{logical_id(self.bucket)}.Arn>/{DOCUMENTS_PREFIX}*]",
+            "the documents are any objects under projects/ (keys are data); read-only, this bucket only",
+        )
+        # Without ListBucket, S3 answers 403 (not 404) for a deleted key, and deletions would never apply.
+        self.function.add_to_role_policy(iam.PolicyStatement(actions=["s3:ListBucket"], resources=[self.bucket.bucket_arn]))
+        database.grant_connect(self.function)
+        grant_embedding_and_llm(self, self.function, config)

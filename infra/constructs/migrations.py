@@ -1,0 +1,100 @@
+"""Migrations on every deploy that changes them: a custom resource (CDK Provider framework) running ``rag migrate``'s code.
+
+The resource's properties carry a hash of ``sql/`` and the embedding model, so CloudFormation sends an Update
+(and the migrator runs) whenever a migration file or the configured model changes; re-running is a no-op.
+"""
+
+from __future__ import annotations
+
+import aws_cdk as cdk
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import custom_resources as cr
+from constructs import Construct
+
+from infra.bundling import CopyBundler, local_bundling, tree_hash
+from infra.config import StageConfig
+from infra.constructs.database import Database
+from infra.constructs.network import Network
+from infra.defaults import REPO_ROOT, log_group, python_function
+from infra.nag import acknowledge, logical_id
+
+MIGRATE_DIR = REPO_ROOT / "functions" / "migrate"
+SQL_DIR = REPO_ROOT / "sql"
+BUNDLED_SQL_DIR = "/var/task/sql"  # where the asset's sql/ lands in Lambda
+
+
+class Migrations(Construct):
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        config: StageConfig,
+        network: Network,
+        database: Database,
+        layer: lambda_.ILayerVersion,
+    ) -> None:
+        super().__init__(scope, id)
+        security_group = ec2.SecurityGroup(self, "Sg", vpc=network.vpc, description="deploy-time migrator")
+        database.allow_direct_access(security_group, "migrations at deploy time")
+        sources = {"handler.py": MIGRATE_DIR / "handler.py", "app_role.py": MIGRATE_DIR / "app_role.py", "sql": SQL_DIR}
+        self.function = python_function(
+            self,
+            "Function",
+            config=config,
+            description="Applies sql/ migrations (rag migrate) at deploy time",
+            code=lambda_.Code.from_asset(
+                str(MIGRATE_DIR),
+                asset_hash_type=cdk.AssetHashType.CUSTOM,
+                asset_hash=tree_hash(list(sources.values())),
+                bundling=local_bundling(CopyBundler(sources)),
+            ),
+            handler="handler.lambda_handler",
+            service="migrate",
+            layer=layer,
+            vpc=network.vpc,
+            security_group=security_group,
+            memory_mb=512,
+            timeout=cdk.Duration.minutes(5),
+            environment={
+                "RAG_MIGRATIONS_DIR": BUNDLED_SQL_DIR,
+                # The admin secret, read directly: DDL (CREATE EXTENSION, indexes) is the owner's job.
+                "RAG_DATABASE_SECRET_ARN": database.secret.secret_arn,
+                # The functions' role: created with this secret's password, granted row access after each migration.
+                "RAG_APP_DATABASE_SECRET_ARN": database.app_secret.secret_arn,
+            },
+        )
+        database.secret.grant_read(self.function)
+        database.app_secret.grant_read(self.function)
+
+        provider = cr.Provider(
+            self,
+            "Provider",
+            on_event_handler=self.function,
+            log_group=log_group(self, "ProviderLogs", config),
+        )
+        acknowledge(
+            provider,
+            "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole]",
+            "the CDK Provider framework's own function: it only writes its logs and invokes the migrator",
+        )
+        acknowledge(
+            provider,
+            f"AwsSolutions-IAM5[Resource::<{logical_id(self.function)}.Arn>:*]",
+            "the Provider framework may invoke any version of the migrator function, and only that function",
+        )
+        self.resource = cdk.CustomResource(
+            self,
+            "Schema",
+            service_token=provider.service_token,
+            resource_type="Custom::MeetingRagMigrations",
+            properties={
+                "MigrationsHash": tree_hash([SQL_DIR]),
+                "EmbeddingModel": config.embedding_model_id,
+                "EmbeddingDimension": str(config.embedding_dimension),
+            },
+        )
+        # Migrate only once the instance and its credentials exist.
+        self.resource.node.add_dependency(database.instance)
+        self.resource.node.add_dependency(database.rotation)

@@ -1,0 +1,80 @@
+"""The VPC: private isolated subnets for the database and the Lambdas, VPC endpoints for the AWS services they call.
+
+A NAT gateway (and public subnets for it) exists only when a provider outside AWS (OpenAI) is configured.
+"""
+
+from __future__ import annotations
+
+from aws_cdk import aws_ec2 as ec2
+from constructs import Construct
+
+from infra.config import StageConfig
+from infra.defaults import DATABASE_SUBNETS, FUNCTION_SUBNETS, VPC_CIDR, log_group
+
+# Interface endpoints the Lambdas reach from inside the VPC (S3 is a free gateway endpoint).
+INTERFACE_ENDPOINTS: dict[str, ec2.InterfaceVpcEndpointAwsService] = {
+    "Sqs": ec2.InterfaceVpcEndpointAwsService.SQS,
+    "SecretsManager": ec2.InterfaceVpcEndpointAwsService.SECRETS_MANAGER,
+    "StepFunctions": ec2.InterfaceVpcEndpointAwsService.STEP_FUNCTIONS,
+    "Logs": ec2.InterfaceVpcEndpointAwsService.CLOUDWATCH_LOGS,
+    "BedrockRuntime": ec2.InterfaceVpcEndpointAwsService.BEDROCK_RUNTIME,
+}
+
+
+class Network(Construct):
+    def __init__(self, scope: Construct, id: str, *, config: StageConfig) -> None:
+        super().__init__(scope, id)
+        subnets = [
+            ec2.SubnetConfiguration(name=DATABASE_SUBNETS, subnet_type=ec2.SubnetType.PRIVATE_ISOLATED, cidr_mask=24),
+        ]
+        if config.needs_internet_egress:
+            subnets += [
+                ec2.SubnetConfiguration(name="public", subnet_type=ec2.SubnetType.PUBLIC, cidr_mask=24),
+                ec2.SubnetConfiguration(name=FUNCTION_SUBNETS, subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS, cidr_mask=22),
+            ]
+        else:
+            subnets.append(
+                ec2.SubnetConfiguration(name=FUNCTION_SUBNETS, subnet_type=ec2.SubnetType.PRIVATE_ISOLATED, cidr_mask=22)
+            )
+        self.vpc = ec2.Vpc(
+            self,
+            "Vpc",
+            ip_addresses=ec2.IpAddresses.cidr(VPC_CIDR),
+            max_azs=config.max_azs,
+            nat_gateways=1 if config.needs_internet_egress else 0,
+            subnet_configuration=subnets,
+            restrict_default_security_group=True,
+            flow_logs={
+                "RejectedTraffic": ec2.FlowLogOptions(
+                    destination=ec2.FlowLogDestination.to_cloud_watch_logs(log_group(self, "FlowLogs", config)),
+                    traffic_type=ec2.FlowLogTrafficType.REJECT,
+                )
+            },
+        )
+        self.function_subnets = ec2.SubnetSelection(subnet_group_name=FUNCTION_SUBNETS)
+        self.database_subnets = ec2.SubnetSelection(subnet_group_name=DATABASE_SUBNETS)
+
+        # In isolated subnets there is no route out of the VPC: all-outbound reaches only the proxy and the
+        # endpoints (the S3 gateway endpoint has no security group to name). With OpenAI, the NAT is the way out.
+        self.functions_sg = ec2.SecurityGroup(self, "FunctionsSg", vpc=self.vpc, description="meeting-rag Lambdas")
+        endpoints_sg = ec2.SecurityGroup(
+            self, "EndpointsSg", vpc=self.vpc, description="VPC interface endpoints", allow_all_outbound=False
+        )
+        # Any function of the VPC (ours, the secret rotation, the custom resources) may call the endpoints.
+        endpoints_sg.add_ingress_rule(ec2.Peer.ipv4(VPC_CIDR), ec2.Port.tcp(443), "HTTPS from the VPC")
+
+        self.vpc.add_gateway_endpoint(
+            "S3Endpoint", service=ec2.GatewayVpcEndpointAwsService.S3, subnets=[self.function_subnets]
+        )
+        endpoints = dict(INTERFACE_ENDPOINTS)
+        if config.embedding_provider != "bedrock":
+            del endpoints["BedrockRuntime"]  # about $15 a month (two AZs) for a service this stage never calls
+        for name, service in endpoints.items():
+            self.vpc.add_interface_endpoint(
+                f"{name}Endpoint",
+                service=service,
+                subnets=self.function_subnets,
+                security_groups=[endpoints_sg],
+                private_dns_enabled=True,
+                open=False,  # the rule above, with a literal CIDR (CDK's own uses a token cdk-nag cannot read)
+            )

@@ -1,0 +1,135 @@
+"""The query API: the query Lambda behind an HTTP API with a JWT authorizer, plus an IAM-authorized twin for services.
+
+Both APIs route the same paths to the same function; the handler takes the tenant from the verified identity
+(JWT claim or IAM principal mapped by configuration), never from the request.
+"""
+
+from __future__ import annotations
+
+import json
+
+import aws_cdk as cdk
+import jsii
+from aws_cdk import aws_apigateway as apigw
+from aws_cdk import aws_apigatewayv2 as apigwv2
+from aws_cdk import aws_apigatewayv2_authorizers as authorizers
+from aws_cdk import aws_apigatewayv2_integrations as integrations
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from constructs import Construct
+
+from infra.config import StageConfig
+from infra.constructs.database import Database
+from infra.constructs.network import Network
+from infra.defaults import function_code, log_group, python_function
+from infra.permissions import grant_embedding_and_llm
+
+ROUTE_PATH = "/v1/{proxy+}"  # every route of rag.api lives under /v1
+ROUTE_METHODS = (apigwv2.HttpMethod.GET, apigwv2.HttpMethod.POST)
+
+
+@jsii.implements(apigwv2.IAccessLogSettings)
+class _AccessLogs:
+    def __init__(self, group: logs.ILogGroup):
+        self._group = group
+
+    @property
+    def destination(self) -> apigwv2.IAccessLogDestination:
+        return apigwv2.LogGroupLogDestination(self._group)
+
+    @property
+    def format(self) -> apigw.AccessLogFormat:
+        return apigw.AccessLogFormat.custom(
+            json.dumps(
+                {
+                    "requestId": "$context.requestId",
+                    "ip": "$context.identity.sourceIp",
+                    "requestTime": "$context.requestTime",
+                    "routeKey": "$context.routeKey",
+                    "status": "$context.status",
+                    "latencyMs": "$context.responseLatency",
+                    "integrationError": "$context.integrationErrorMessage",
+                    "authorizerError": "$context.authorizer.error",
+                    "principal": "$context.identity.userArn",
+                }
+            )
+        )
+
+
+class QueryApi(Construct):
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        config: StageConfig,
+        network: Network,
+        database: Database,
+        layer: lambda_.ILayerVersion,
+    ) -> None:
+        super().__init__(scope, id)
+        self.function = python_function(
+            self,
+            "Function",
+            config=config,
+            description="HTTP API: search, context, projects, meetings, tasks, documents",
+            code=function_code("query"),
+            handler="handler.lambda_handler",
+            service="query",
+            layer=layer,
+            vpc=network.vpc,
+            security_group=network.functions_sg,
+            memory_mb=config.query_memory_mb,
+            timeout=cdk.Duration.seconds(config.query_timeout_seconds),
+            environment={
+                "RAG_DATABASE_IAM_URL": database.iam_url,
+                "RAG_TENANT_CLAIM": config.tenant_claim,
+                "RAG_IAM_TENANTS": json.dumps(dict(config.iam_tenants)),
+            },
+        )
+        database.grant_connect(self.function)
+        grant_embedding_and_llm(self, self.function, config)
+
+        cors = None
+        if config.cors_origins:
+            cors = apigwv2.CorsPreflightOptions(
+                allow_origins=list(config.cors_origins),
+                allow_methods=[apigwv2.CorsHttpMethod.GET, apigwv2.CorsHttpMethod.POST],
+                allow_headers=["authorization", "content-type"],
+                max_age=cdk.Duration.hours(1),
+            )
+        self.api = self._api(
+            "Api",
+            config,
+            authorizers.HttpJwtAuthorizer("Jwt", config.jwt_issuer, jwt_audience=list(config.jwt_audience)),
+            cors=cors,
+        )
+        # Service callers sign requests with SigV4; grant them execute-api:Invoke on this API.
+        self.service_api = self._api("ServiceApi", config, authorizers.HttpIamAuthorizer())
+        self.url = self.api.api_endpoint
+        self.service_url = self.service_api.api_endpoint
+
+    def _api(
+        self,
+        id: str,
+        config: StageConfig,
+        authorizer: apigwv2.IHttpRouteAuthorizer,
+        *,
+        cors: apigwv2.CorsPreflightOptions | None = None,
+    ) -> apigwv2.HttpApi:
+        api = apigwv2.HttpApi(
+            self, id, api_name=f"meeting-rag-{config.name}-{id}", create_default_stage=False, cors_preflight=cors
+        )
+        integration = integrations.HttpLambdaIntegration(f"{id}Query", self.function)
+        api.add_routes(path=ROUTE_PATH, methods=list(ROUTE_METHODS), integration=integration, authorizer=authorizer)
+        apigwv2.HttpStage(
+            self,
+            f"{id}DefaultStage",
+            http_api=api,
+            stage_name="$default",
+            auto_deploy=True,
+            throttle=apigwv2.ThrottleSettings(rate_limit=config.api_throttle_rate, burst_limit=config.api_throttle_burst),
+            access_log_settings=_AccessLogs(log_group(self, f"{id}AccessLogs", config)),
+            detailed_metrics_enabled=True,
+        )
+        return api

@@ -1,0 +1,99 @@
+"""The whole system as one stack: network, database, layer, ingest, query API, backfill, migrations, monitoring."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import aws_cdk as cdk
+from cdk_nag import AwsSolutionsChecks
+from constructs import Construct
+
+from infra.config import PLACEHOLDER_ISSUER, StageConfig, stage_config
+from infra.constructs.backfill import Backfill
+from infra.constructs.database import Database
+from infra.constructs.ingest import Ingest
+from infra.constructs.layer import LibraryLayer
+from infra.constructs.migrations import Migrations
+from infra.constructs.monitoring import Monitoring
+from infra.constructs.network import Network
+from infra.constructs.query_api import QueryApi
+
+DEFAULT_STAGE = "dev"
+# Feature flags this app relies on (set before any construct exists).
+FEATURE_FLAGS = {
+    # Access logs delivered under a bucket policy, not the legacy LogDeliveryWrite ACL (ACLs stay disabled).
+    "@aws-cdk/aws-s3:serverAccessLogsUseBucketPolicy": True,
+}
+
+
+class MeetingRagStack(cdk.Stack):
+    def __init__(self, scope: Construct, id: str, *, config: StageConfig, **kwargs: Any) -> None:
+        super().__init__(scope, id, description=f"meeting-rag ({config.name}): S3 -> SQS -> Lambda -> PostgreSQL + pgvector", **kwargs)
+        self.config = config
+        self.network = Network(self, "Network", config=config)
+        self.database = Database(self, "Database", config=config, network=self.network)
+        layer = LibraryLayer(self, "Library").layer
+        parts = {"config": config, "network": self.network, "database": self.database, "layer": layer}
+        self.migrations = Migrations(self, "Migrations", **parts)
+        self.ingest = Ingest(self, "Ingest", **parts)
+        self.query = QueryApi(self, "Query", **parts)
+        self.backfill = Backfill(self, "Backfill", **parts)
+        # The first rotation of the functions' secret needs the role the migrator creates.
+        self.database.app_rotation.node.add_dependency(self.migrations.resource)
+        for function in [self.ingest.function, self.query.function, *self.backfill.functions.values()]:
+            # The schema exists before any function that reads or writes it is updated.
+            function.node.add_dependency(self.migrations.resource)
+        self.monitoring = Monitoring(
+            self,
+            "Monitoring",
+            config=config,
+            functions={
+                "Ingest": self.ingest.function,
+                "Query": self.query.function,
+                **{f"Backfill{stage.capitalize()}": fn for stage, fn in self.backfill.functions.items()},
+            },
+            dead_letter_queue=self.ingest.dlq,
+            state_machine=self.backfill.state_machine,
+            apis={"Api": self.query.api, "ServiceApi": self.query.service_api},
+        )
+
+        if config.jwt_issuer == PLACEHOLDER_ISSUER:
+            cdk.Annotations.of(self).add_warning_v2(
+                "meeting-rag:placeholder-issuer",
+                "jwt_issuer is the placeholder: the JWT API will refuse every token until you deploy with "
+                "-c jwt_issuer=https://<your identity provider>/ -c jwt_audience=<client id>",
+            )
+        cdk.CfnOutput(self, "BucketName", value=self.ingest.bucket.bucket_name, description="Drop documents under projects/<project_id>/")
+        cdk.CfnOutput(self, "ApiUrl", value=self.query.url, description="Query API (JWT)")
+        cdk.CfnOutput(self, "ServiceApiUrl", value=self.query.service_url, description="Query API (IAM, SigV4)")
+        cdk.CfnOutput(self, "StateMachineArn", value=self.backfill.state_machine.state_machine_arn, description="Backfill")
+        cdk.CfnOutput(self, "AlarmTopicArn", value=self.monitoring.topic.topic_arn)
+
+
+def stack_name(stage: str) -> str:
+    return f"MeetingRag-{stage}"
+
+
+def build(app: cdk.App, stage: str | None = None) -> MeetingRagStack:
+    """The stage named by ``-c stage=...`` (default dev), context overrides applied, cdk-nag enabled."""
+    name = stage or app.node.try_get_context("stage") or DEFAULT_STAGE
+    for flag, value in FEATURE_FLAGS.items():
+        if app.node.try_get_context(flag) is None:
+            app.node.set_context(flag, value)
+    overrides = {key: app.node.try_get_context(key) for key in _override_keys() if app.node.try_get_context(key) is not None}
+    config = stage_config(name, overrides)
+    cdk.Validations.of(app).add_plugins(AwsSolutionsChecks())
+    env = cdk.Environment(account=_env("CDK_DEFAULT_ACCOUNT"), region=_env("CDK_DEFAULT_REGION"))
+    return MeetingRagStack(app, stack_name(name), config=config, env=env)
+
+
+def _override_keys() -> list[str]:
+    import dataclasses
+
+    return [field.name for field in dataclasses.fields(StageConfig) if field.name != "name"]
+
+
+def _env(name: str) -> str | None:
+    import os
+
+    return os.environ.get(name) or None

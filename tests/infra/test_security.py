@@ -1,0 +1,330 @@
+"""Security-relevant properties of each resource, asserted on the synthesized templates (both stages)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from aws_cdk.assertions import Match
+
+from infra.constructs.database import APP_USER
+from rag.store.connection import IAM_URL_ENV
+from tests.infra.conftest import Synthesized, resolve_strings
+
+# Actions that AWS offers no resource-level scoping for; anything else must name its resources.
+UNSCOPABLE_ACTIONS = {
+    "ec2:CreateNetworkInterface", "ec2:DescribeNetworkInterfaces", "ec2:DescribeSubnets",
+    "ec2:DeleteNetworkInterface", "ec2:AssignPrivateIpAddresses", "ec2:UnassignPrivateIpAddresses",
+    "xray:PutTraceSegments", "xray:PutTelemetryRecords", "xray:GetSamplingRules", "xray:GetSamplingTargets",
+    "logs:CreateLogDelivery", "logs:GetLogDelivery", "logs:UpdateLogDelivery", "logs:DeleteLogDelivery",
+    "logs:ListLogDeliveries", "logs:PutResourcePolicy", "logs:DescribeResourcePolicies", "logs:DescribeLogGroups",
+}  # fmt: skip
+
+
+def statements(result: Synthesized) -> list[tuple[str, dict[str, Any]]]:
+    found = []
+    for name, policy in result.resources("AWS::IAM::Policy").items():
+        found += [(name, s) for s in policy["Properties"]["PolicyDocument"]["Statement"]]
+    for name, role in result.resources("AWS::IAM::Role").items():
+        for inline in role["Properties"].get("Policies", []):
+            found += [(name, s) for s in inline["PolicyDocument"]["Statement"]]
+    return found
+
+
+def as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]
+
+
+def function_named(result: Synthesized, handler: str, description_start: str = "") -> dict[str, Any]:
+    matches = [
+        f["Properties"]
+        for f in result.resources("AWS::Lambda::Function").values()
+        if f["Properties"].get("Handler") == handler and f["Properties"].get("Description", "").startswith(description_start)
+    ]
+    assert len(matches) == 1, f"{handler}: {len(matches)} functions"
+    return matches[0]
+
+
+# --- storage and ingest ---------------------------------------------------------------------------
+
+
+def test_buckets_are_encrypted_private_tls_only_and_the_documents_bucket_is_versioned_and_logged(stage: Synthesized) -> None:
+    buckets = stage.resources("AWS::S3::Bucket")
+    assert len(buckets) == 2
+    for bucket in buckets.values():
+        props = bucket["Properties"]
+        assert props["BucketEncryption"]["ServerSideEncryptionConfiguration"][0]["ServerSideEncryptionByDefault"] == {
+            "SSEAlgorithm": "AES256"
+        }
+        assert props["PublicAccessBlockConfiguration"] == {
+            "BlockPublicAcls": True, "BlockPublicPolicy": True, "IgnorePublicAcls": True, "RestrictPublicBuckets": True
+        }  # fmt: skip
+    documents = next(b["Properties"] for b in buckets.values() if "LoggingConfiguration" in b["Properties"])
+    assert documents["VersioningConfiguration"] == {"Status": "Enabled"}
+    assert documents["LoggingConfiguration"]["LogFilePrefix"] == "documents/"
+    for policy in stage.resources("AWS::S3::BucketPolicy").values():
+        denies = [s for s in policy["Properties"]["PolicyDocument"]["Statement"] if s["Effect"] == "Deny"]
+        assert any(s["Condition"] == {"Bool": {"aws:SecureTransport": "false"}} and s["Action"] == "s3:*" for s in denies)
+    assert len(stage.resources("AWS::S3::BucketPolicy")) == 2
+
+
+def test_queues_are_encrypted_tls_only_with_a_dead_letter_queue(stage: Synthesized) -> None:
+    queues = stage.resources("AWS::SQS::Queue")
+    assert len(queues) == 2
+    assert all(q["Properties"]["SqsManagedSseEnabled"] is True for q in queues.values())
+    main = next(q["Properties"] for q in queues.values() if "RedrivePolicy" in q["Properties"])
+    assert main["RedrivePolicy"]["maxReceiveCount"] == stage.config.ingest_max_receive_count
+    assert main["VisibilityTimeout"] == 6 * stage.config.ingest_timeout_seconds
+    for policy in stage.resources("AWS::SQS::QueuePolicy").values():
+        document = policy["Properties"]["PolicyDocument"]["Statement"]
+        assert any(s["Effect"] == "Deny" and s["Condition"] == {"Bool": {"aws:SecureTransport": "false"}} for s in document)
+
+
+def test_bucket_notifies_the_queue_of_created_and_removed_documents(stage: Synthesized) -> None:
+    stage.template.has_resource_properties(
+        "Custom::S3BucketNotifications",
+        {
+            "NotificationConfiguration": {
+                "QueueConfigurations": [
+                    Match.object_like({"Events": [event], "Filter": {"Key": {"FilterRules": [{"Name": "prefix", "Value": "projects/"}]}}})
+                    for event in ("s3:ObjectCreated:*", "s3:ObjectRemoved:*")
+                ]
+            }
+        },
+    )
+
+
+def test_ingest_event_source_bounds_concurrency_and_reports_partial_failures(stage: Synthesized) -> None:
+    mapping = stage.resource("AWS::Lambda::EventSourceMapping")["Properties"]
+    assert mapping["BatchSize"] == stage.config.ingest_batch_size
+    assert mapping["MaximumBatchingWindowInSeconds"] == stage.config.ingest_batching_window_seconds
+    assert mapping["ScalingConfig"] == {"MaximumConcurrency": stage.config.ingest_max_concurrency}
+    assert mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+
+
+def test_ingest_reads_only_documents_and_may_list_the_bucket_for_deletions(stage: Synthesized) -> None:
+    ingest_policy = next(
+        p["Properties"]["PolicyDocument"]["Statement"]
+        for name, p in stage.resources("AWS::IAM::Policy").items()
+        if name.startswith("IngestFunctionRole")
+    )
+    s3_statements = [s for s in ingest_policy if any(a.startswith("s3:") for a in as_list(s["Action"]))]
+    by_action = {tuple(as_list(s["Action"])): resolve_strings(s["Resource"]) for s in s3_statements}
+    documents_bucket = next(name for name, b in stage.resources("AWS::S3::Bucket").items() if "LoggingConfiguration" in b["Properties"])
+    assert by_action == {
+        ("s3:GetObject", "s3:GetObjectVersion"): f"<{documents_bucket}>/projects/*",
+        ("s3:ListBucket",): f"<{documents_bucket}>",  # else S3 answers 403 for a deleted key, not 404
+    }
+
+
+# --- database -------------------------------------------------------------------------------------
+
+
+def test_database_is_encrypted_private_backed_up_and_switchable_by_stage(stage: Synthesized) -> None:
+    props = stage.resource("AWS::RDS::DBInstance")["Properties"]
+    assert props["Engine"] == "postgres" and props["EngineVersion"].startswith("17.")  # pgvector 0.8 on RDS
+    assert props["StorageEncrypted"] is True
+    assert props["PubliclyAccessible"] is False
+    assert props["EnableIAMDatabaseAuthentication"] is True
+    assert props["BackupRetentionPeriod"] == stage.config.db_backup_retention_days
+    assert props["MultiAZ"] is stage.config.db_multi_az
+    assert props["DeletionProtection"] is stage.config.db_deletion_protection
+    assert props["EnableCloudwatchLogsExports"] == ["postgresql", "upgrade"]
+    parameters = stage.resource("AWS::RDS::DBParameterGroup")["Properties"]["Parameters"]
+    assert parameters["rds.force_ssl"] == "1"
+    for rotation in stage.resources("AWS::SecretsManager::RotationSchedule").values():
+        expression = rotation["Properties"]["RotationRules"]["ScheduleExpression"]
+        assert expression == f"rate({stage.config.db_secret_rotation_days} days)"
+
+
+def test_database_data_survives_stack_deletion_in_production(dev: Synthesized, prod: Synthesized) -> None:
+    assert dev.resource("AWS::RDS::DBInstance")["DeletionPolicy"] == "Delete"
+    assert prod.resource("AWS::RDS::DBInstance")["DeletionPolicy"] == "Snapshot"
+
+
+def test_proxy_requires_tls_and_iam_and_functions_connect_with_iam_tokens(stage: Synthesized) -> None:
+    proxy = stage.resource("AWS::RDS::DBProxy")["Properties"]
+    assert proxy["RequireTLS"] is True
+    assert proxy["Auth"][0]["IAMAuth"] == "REQUIRED"
+    proxy_name = next(iter(stage.resources("AWS::RDS::DBProxy")))
+    app_functions = [
+        function_named(stage, "handler.lambda_handler", "S3 changes"),
+        function_named(stage, "handler.lambda_handler", "HTTP API"),
+        *(function_named(stage, f"handler.{s}_handler") for s in ("segment", "embed", "extract")),
+    ]
+    for function in app_functions:
+        variables = function["Environment"]["Variables"]
+        assert resolve_strings(variables[IAM_URL_ENV]) == f"postgresql://{APP_USER}@<{proxy_name}>:5432/rag?sslmode=require"
+        assert "RAG_DATABASE_SECRET_ARN" not in variables  # no function but the migrator can read the password
+    connects = [s for _, s in statements(stage) if s["Action"] == "rds-db:connect"]
+    assert len(connects) == 5
+    for statement in connects:
+        resource = resolve_strings(statement["Resource"])
+        assert resource.startswith("arn:") and f":dbuser:" in resource and resource.endswith(f"/{APP_USER}")
+
+
+def test_only_the_proxy_and_the_migrator_read_the_database_secrets(stage: Synthesized) -> None:
+    attachments = stage.resources("AWS::SecretsManager::SecretTargetAttachment")
+    assert len(attachments) == 2  # the owner's and the functions' role, both with the instance's host and port
+    for attachment in attachments:
+        readers = [
+            name
+            for name, statement in statements(stage)
+            if "secretsmanager:GetSecretValue" in as_list(statement["Action"])
+            and resolve_strings(statement["Resource"]) == f"<{attachment}>"
+        ]
+        # The proxy (to log in on the functions' behalf) and the migrator; the rotation apps bring their own.
+        assert sorted(name.split("Role")[0] for name in readers) == ["DatabaseProxyIAM", "MigrationsFunction"]
+    assert len(stage.resources("AWS::SecretsManager::RotationSchedule")) == 2
+
+
+# --- IAM ----------------------------------------------------------------------------------------
+
+
+def test_no_statement_allows_every_action_or_every_resource_beyond_unscopable_actions(stage: Synthesized) -> None:
+    for name, statement in statements(stage):
+        if statement["Effect"] != "Allow":
+            continue
+        actions = as_list(statement["Action"])
+        assert not any(a == "*" or a.endswith(":*") for a in actions), (name, actions)
+        if "*" in as_list(statement.get("Resource")):
+            assert set(actions) <= UNSCOPABLE_ACTIONS, (name, actions)
+
+
+def test_models_and_secrets_are_granted_by_name(dev: Synthesized, prod: Synthesized) -> None:
+    dev_bedrock = {resolve_strings(s["Resource"]) for _, s in statements(dev) if s["Action"] == "bedrock:InvokeModel"}
+    assert dev_bedrock == {"arn:<AWS::Partition>:bedrock:<AWS::Region>::foundation-model/amazon.titan-embed-text-v2:0"}
+    assert not [s for _, s in statements(prod) if s["Action"] == "bedrock:InvokeModel"]
+    openai = {
+        resolve_strings(s["Resource"])
+        for _, s in statements(prod)
+        if s["Action"] == "secretsmanager:GetSecretValue" and "openai" in resolve_strings(s["Resource"])
+    }
+    assert openai == {"arn:<AWS::Partition>:secretsmanager:<AWS::Region>:<AWS::AccountId>:secret:meeting-rag/prod/openai-api-key-??????"}
+    for result in (dev, prod):
+        for function in result.resources("AWS::Lambda::Function").values():
+            variables = function["Properties"].get("Environment", {}).get("Variables", {})
+            assert not any("sk-" in str(v) or "password" in k.lower() for k, v in variables.items())
+    assert function_named(prod, "handler.lambda_handler", "HTTP API")["Environment"]["Variables"]["RAG_OPENAI_API_KEY_SECRET"] == (
+        "meeting-rag/prod/openai-api-key"
+    )
+
+
+def test_functions_use_their_own_roles_without_aws_managed_policies(stage: Synthesized) -> None:
+    app_roles = [name for name in stage.resources("AWS::IAM::Role") if "FunctionRole" in name]
+    assert len(app_roles) == 6
+    for name in app_roles:
+        assert "ManagedPolicyArns" not in stage.data["Resources"][name]["Properties"]
+
+
+# --- functions and network ----------------------------------------------------------------------
+
+
+def test_functions_run_in_private_subnets_with_tracing_and_log_retention(stage: Synthesized) -> None:
+    functions = [f["Properties"] for f in stage.resources("AWS::Lambda::Function").values() if f["Properties"].get("Runtime") == "python3.12"]
+    subnet_prefix = "NetworkVpcfunctionsSubnet"
+    for function in functions:
+        assert function["TracingConfig"] == {"Mode": "Active"}
+        assert all(ref["Ref"].startswith(subnet_prefix) for ref in function["VpcConfig"]["SubnetIds"])
+        assert len(function["Layers"]) == 1
+    expected_type = "Private" if stage.config.needs_internet_egress else "Isolated"
+    function_subnets = [s for n, s in stage.resources("AWS::EC2::Subnet").items() if n.startswith(subnet_prefix)]
+    assert all(
+        {"Key": "aws-cdk:subnet-type", "Value": expected_type} in s["Properties"]["Tags"] for s in function_subnets
+    )
+    for group in stage.resources("AWS::Logs::LogGroup").values():
+        assert group["Properties"]["RetentionInDays"] == stage.config.log_retention_days
+
+
+def test_vpc_endpoints_cover_the_services_the_functions_call(stage: Synthesized) -> None:
+    services = {resolve_strings(e["Properties"]["ServiceName"]).split(".")[-1] for e in stage.resources("AWS::EC2::VPCEndpoint").values()}
+    bedrock = {"bedrock-runtime"} if stage.config.embedding_provider == "bedrock" else set()
+    assert services == {"s3", "sqs", "secretsmanager", "states", "logs"} | bedrock
+    assert stage.resource("AWS::EC2::FlowLog")["Properties"]["TrafficType"] == "REJECT"
+
+
+def test_nothing_is_reachable_from_the_internet(stage: Synthesized) -> None:
+    for group in stage.resources("AWS::EC2::SecurityGroup").values():
+        for rule in group["Properties"].get("SecurityGroupIngress", []):
+            assert rule.get("CidrIp") not in ("0.0.0.0/0",) and rule.get("CidrIpv6") != "::/0"
+    for rule in stage.resources("AWS::EC2::SecurityGroupIngress").values():
+        assert "CidrIp" not in rule["Properties"]  # from security groups only
+
+
+# --- query API ------------------------------------------------------------------------------------
+
+
+def test_every_route_has_an_authorizer(stage: Synthesized) -> None:
+    routes = [r["Properties"] for r in stage.resources("AWS::ApiGatewayV2::Route").values()]
+    assert sorted(r["RouteKey"] for r in routes) == sorted(["GET /v1/{proxy+}", "POST /v1/{proxy+}"] * 2)
+    assert sorted(r["AuthorizationType"] for r in routes) == ["AWS_IAM", "AWS_IAM", "JWT", "JWT"]
+    authorizer = stage.resource("AWS::ApiGatewayV2::Authorizer")["Properties"]
+    assert authorizer["JwtConfiguration"] == {"Issuer": stage.config.jwt_issuer, "Audience": list(stage.config.jwt_audience)}
+    assert all(r["AuthorizerId"] == {"Ref": next(iter(stage.resources("AWS::ApiGatewayV2::Authorizer")))} for r in routes if r["AuthorizationType"] == "JWT")
+
+
+def test_api_stages_throttle_and_log_access(stage: Synthesized) -> None:
+    stages = [s["Properties"] for s in stage.resources("AWS::ApiGatewayV2::Stage").values()]
+    assert len(stages) == 2
+    for api_stage in stages:
+        assert api_stage["DefaultRouteSettings"]["ThrottlingRateLimit"] == stage.config.api_throttle_rate
+        assert api_stage["DefaultRouteSettings"]["ThrottlingBurstLimit"] == stage.config.api_throttle_burst
+        log_format = json.loads(api_stage["AccessLogSettings"]["Format"])
+        assert {"requestId", "status", "routeKey", "latencyMs"} <= set(log_format)
+
+
+def test_cors_comes_from_configuration(dev: Synthesized, prod: Synthesized) -> None:
+    jwt_api = next(a["Properties"] for a in dev.resources("AWS::ApiGatewayV2::Api").values() if a["Properties"]["Name"].endswith("-Api"))
+    assert jwt_api["CorsConfiguration"]["AllowOrigins"] == list(dev.config.cors_origins) == ["http://localhost:3000"]
+    assert jwt_api["CorsConfiguration"]["AllowMethods"] == ["GET", "POST"]
+    assert all("CorsConfiguration" not in a["Properties"] for a in prod.resources("AWS::ApiGatewayV2::Api").values())
+
+
+# --- backfill ---------------------------------------------------------------------------------------
+
+
+def test_state_machine_retries_and_catches_every_task_with_logging_and_tracing(stage: Synthesized) -> None:
+    machine = stage.resource("AWS::StepFunctions::StateMachine")["Properties"]
+    definition = json.loads(resolve_strings(machine["DefinitionString"]))
+    tasks = {name: state for name, state in definition["States"].items() if state["Type"] == "Task"}
+    assert set(tasks) == {"segment: run batch", "embed: run batch", "extract: run batch"}
+    for task in tasks.values():
+        assert task["Retry"] and task["Retry"][0]["MaxAttempts"] >= 1
+        assert task["Catch"][0]["ErrorEquals"] == ["States.ALL"]
+    assert machine["LoggingConfiguration"]["Level"] == "ALL"
+    assert machine["LoggingConfiguration"]["IncludeExecutionData"] is True
+    assert machine["TracingConfiguration"] == {"Enabled": True}
+
+
+# --- operations -------------------------------------------------------------------------------------
+
+
+def test_alarms_cover_dlq_errors_throttles_backfill_and_api_and_notify_the_topic(stage: Synthesized) -> None:
+    alarms = [a["Properties"] for a in stage.resources("AWS::CloudWatch::Alarm").values()]
+    topic = next(iter(stage.resources("AWS::SNS::Topic")))
+    assert all(a["AlarmActions"] == [{"Ref": topic}] for a in alarms)
+    metrics = sorted(
+        (a["Namespace"], a["MetricName"], a.get("Statistic") or a.get("ExtendedStatistic")) for a in alarms
+    )
+    assert metrics.count(("AWS/Lambda", "Errors", "Sum")) == 5
+    assert metrics.count(("AWS/Lambda", "Throttles", "Sum")) == 5
+    assert ("AWS/SQS", "ApproximateNumberOfMessagesVisible", "Maximum") in metrics
+    assert ("AWS/States", "ExecutionsFailed", "Sum") in metrics
+    assert metrics.count(("AWS/ApiGateway", "5xx", "Sum")) == 2
+    assert metrics.count(("AWS/ApiGateway", "Latency", "p95")) == 2
+    assert stage.resource("AWS::SNS::Topic")["Properties"]["KmsMasterKeyId"]
+    assert stage.resource("AWS::KMS::Key")["Properties"]["EnableKeyRotation"] is True
+    assert len(stage.resources("AWS::CloudWatch::Dashboard")) == 1
+
+
+def test_migrations_run_after_the_database_and_before_the_functions(stage: Synthesized) -> None:
+    resources = stage.data["Resources"]
+    name, migrations = next((n, r) for n, r in resources.items() if r["Type"] == "Custom::MeetingRagMigrations")
+    instance = next(iter(stage.resources("AWS::RDS::DBInstance")))
+    assert instance in migrations["DependsOn"]
+    assert migrations["Properties"]["EmbeddingModel"] == stage.config.embedding_model_id
+    assert len(migrations["Properties"]["MigrationsHash"]) == 64
+    ingest = next(n for n, r in resources.items() if r["Type"] == "AWS::Lambda::Function" and n.startswith("IngestFunction"))
+    assert name in resources[ingest]["DependsOn"]
+    migrator = function_named(stage, "handler.lambda_handler", "Applies sql/")
+    assert migrator["Environment"]["Variables"]["RAG_MIGRATIONS_DIR"] == "/var/task/sql"

@@ -1,0 +1,121 @@
+"""Every stage synthesizes offline; the outputs and per-stage switches are what the configuration says."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from infra.config import STAGES, stage_config
+from tests.infra.conftest import SKIP_BUNDLING, Synthesized
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_every_stage_synthesizes_with_its_outputs(synthesized: dict[str, Synthesized]) -> None:
+    assert set(synthesized) == set(STAGES) == {"dev", "prod"}
+    for result in synthesized.values():
+        assert {"BucketName", "ApiUrl", "ServiceApiUrl", "StateMachineArn", "AlarmTopicArn"} <= set(result.data["Outputs"])
+        assert result.stack.stack_name == f"MeetingRag-{result.stage}"
+
+
+def test_cdk_json_runs_the_app_from_the_venv() -> None:
+    app = json.loads((REPO_ROOT / "cdk.json").read_text())["app"]
+    assert app == ".venv/bin/python infra/app.py"
+
+
+def test_app_script_synthesizes_the_stage_named_in_context(tmp_path: Path) -> None:
+    # GIVEN the entry point cdk.json runs, with the context the CDK CLI would pass
+    env = {
+        **os.environ,
+        "CDK_OUTDIR": str(tmp_path),
+        "CDK_CONTEXT_JSON": json.dumps({**SKIP_BUNDLING, "stage": "prod", "ingest_max_receive_count": "3"}),
+    }
+    env.pop("JSII_NODE", None)  # the app finds the wheel's Node.js itself
+    # WHEN it runs as a script
+    subprocess.run([sys.executable, "infra/app.py"], cwd=REPO_ROOT, env=env, check=True, capture_output=True)
+    # THEN it wrote the prod stack with the override applied
+    template = json.loads((tmp_path / "MeetingRag-prod.template.json").read_text())
+    queues = [r["Properties"] for r in template["Resources"].values() if r["Type"] == "AWS::SQS::Queue"]
+    assert [q["RedrivePolicy"]["maxReceiveCount"] for q in queues if "RedrivePolicy" in q] == [3]
+
+
+def test_context_overrides_are_typed() -> None:
+    config = stage_config(
+        "dev",
+        {"ingest_max_concurrency": "7", "backfill_schedule_enabled": "true", "cors_origins": "https://a.example, https://b.example"},
+    )
+    assert config.ingest_max_concurrency == 7
+    assert config.backfill_schedule_enabled is True
+    assert config.cors_origins == ("https://a.example", "https://b.example")
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"embedding_dimension": "1536"}, "Titan V2"),
+        ({"embedding_provider": "openai", "embedding_model": "text-embedding-3-small"}, "openai_api_key_secret_name"),
+        ({"ingest_max_concurrency": "1"}, "ingest_max_concurrency"),
+        ({"jwt_issuer": "http://insecure.example"}, "https"),
+        ({"cors_origins": "*"}, "cors_origins"),
+        ({"backfill_schedule_enabled": "yes"}, "true or false"),
+    ],
+)
+def test_bad_configuration_is_refused_with_the_reason(overrides: dict[str, str], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        stage_config("dev", overrides)
+
+
+def test_unknown_stage_names_the_known_ones() -> None:
+    with pytest.raises(ValueError, match="dev, prod"):
+        stage_config("staging")
+
+
+def test_only_openai_stages_get_a_nat_gateway(dev: Synthesized, prod: Synthesized) -> None:
+    assert dev.resources("AWS::EC2::NatGateway") == {}
+    assert dev.resources("AWS::EC2::InternetGateway") == {}
+    assert len(prod.resources("AWS::EC2::NatGateway")) == 1
+
+
+def test_backfill_schedule_is_off_outside_production(dev: Synthesized, prod: Synthesized) -> None:
+    dev_rule, prod_rule = dev.resource("AWS::Events::Rule"), prod.resource("AWS::Events::Rule")
+    assert dev_rule["Properties"]["State"] == "DISABLED"
+    assert prod_rule["Properties"]["State"] == "ENABLED"
+    assert prod_rule["Properties"]["ScheduleExpression"] == "rate(1 hour)"
+    target = prod_rule["Properties"]["Targets"][0]
+    assert json.loads(target["Input"]) == {"stages": ["segment", "embed", "extract"], "batch_size": 10, "max_iterations": 100}
+    assert target["Arn"] == {"Ref": next(iter(prod.resources("AWS::StepFunctions::StateMachine")))}
+
+
+def test_functions_get_the_configured_embedding_model(stage: Synthesized) -> None:
+    functions = [f for f in stage.resources("AWS::Lambda::Function").values() if f["Properties"].get("Runtime") == "python3.12"]
+    assert len(functions) == 6  # ingest, query, three backfill stages, migrator
+    for function in functions:
+        variables = function["Properties"]["Environment"]["Variables"]
+        assert variables["RAG_EMBEDDING_PROVIDER"] == stage.config.embedding_provider
+        assert variables["RAG_EMBEDDING_MODEL"] == stage.config.embedding_model
+        assert variables["RAG_EMBEDDING_DIMENSION"] == str(stage.config.embedding_dimension)
+        assert variables["POWERTOOLS_METRICS_NAMESPACE"] == "MeetingRag"
+        assert variables["POWERTOOLS_SERVICE_NAME"]
+
+
+def test_the_deployed_state_machine_is_the_one_the_backfill_tests_execute(stage: Synthesized) -> None:
+    # The local runner (rag backfill, tests/backfill) synthesizes the same construct in a stack of its own.
+    from rag_local.state_machine import backfill_definition, definition_from_template, function_arn, stage_function_ids
+
+    ids = stage_function_ids(stage.data)
+    deployed = definition_from_template(stage.data, {logical_id: function_arn(s) for s, logical_id in ids.items()})
+    local = backfill_definition(retry_interval_seconds=5, max_iterations=stage.config.backfill_max_iterations)
+    assert deployed == local
+    assert len(deployed["States"]) > 10
+
+
+def test_the_placeholder_issuer_is_flagged_at_synth(dev: Synthesized) -> None:
+    from aws_cdk.assertions import Annotations, Match
+
+    Annotations.from_stack(dev.stack).has_warning("/MeetingRag-dev", Match.string_like_regexp("jwt_issuer is the placeholder"))
+    assert dev.config.jwt_issuer == "https://issuer.example.com/"
