@@ -55,6 +55,8 @@ class SearchRequest(Strict):
     def _not_blank(cls, value: str) -> str:
         if not value.strip():
             raise ValueError("query is empty")
+        if "\x00" in value:  # PostgreSQL text cannot hold NUL: refuse it here, not with a 500
+            raise ValueError("query contains a NUL character")
         return value.strip()
 
     @field_validator("types")
