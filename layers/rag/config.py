@@ -52,6 +52,11 @@ class Settings(BaseSettings):
     rrf_keyword_weight: float = Field(default=1.0, ge=0)
     query_cache_minutes: int = Field(default=60, ge=0)
     hnsw_ef_search: int = Field(default=100, ge=10, le=1000, description="HNSW candidate list per search")
+    reranker: Literal["none", "llm"] = Field(
+        default="none", description="llm: the chat model (llm_model) grades the fused candidates (rag.search.rerank)"
+    )
+    rerank_candidates: int = Field(default=30, ge=1, le=100, description="fused hits handed to the reranker")
+    rerank_timeout_seconds: float = Field(default=10.0, gt=0, description="past this, the fused order stands")
 
     # --- embeddings -----------------------------------------------------------
     embedding_provider: EmbeddingProvider = "local"

@@ -16,6 +16,8 @@ pytestmark = pytest.mark.slow
         ({"query": "   "}, 422, "validation_error", "query is empty"),
         ({"query": "x" * 100_000}, 422, "validation_error", "at most 2000 characters"),
         ({"query": "battery\x00"}, 422, "validation_error", "NUL character"),
+        ({"query": "x", "filters": {"source_prefix": "\x00"}}, 422, "validation_error", "NUL character"),
+        ({"query": "x", "filters": {"speakers": ["Ann\x00"]}}, 422, "validation_error", "NUL character"),
         ({"query": "x", "top_k": 0}, 422, "validation_error", "top_k"),
         ({"query": "x", "top_k": 10_000}, 422, "validation_error", "top_k"),
         ({"query": "x", "types": ["memo"]}, 422, "validation_error", "types"),

@@ -41,3 +41,41 @@ def test_a_badly_named_migration_file_is_refused(tmp_path: Path):
     (tmp_path / "1_init.sql").write_text("SELECT 1;")
     with pytest.raises(ValueError, match="NNNN_snake_case_name.sql"):
         discover(tmp_path)
+
+
+def test_marker_free_tsvectors_replace_the_old_ones_and_postings_are_rebuilt(database_url: str, tmp_path: Path):
+    """A database migrated before 0004, holding a chunk with markers, is re-indexed by it."""
+    import psycopg
+    from pgvector.psycopg import register_vector
+    from psycopg.conninfo import make_conninfo
+
+    from rag.parsing.model import Chunk, ParsedDocument
+    from rag.store import documents as repo
+    from rag.store.connection import connect
+
+    for migration in discover(REPO_ROOT / "sql"):
+        if migration.version < "0004":
+            (tmp_path / migration.path.name).write_bytes(migration.path.read_bytes())
+    name = f"{psycopg.conninfo.conninfo_to_dict(database_url)['dbname']}_upgrade"
+    with psycopg.connect(database_url, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    try:
+        with connect(make_conninfo(database_url, dbname=name), register=False) as conn:
+            migrate(conn, tmp_path, {MODEL: 384})
+            register_vector(conn)
+            text = "The budget {disfmarker} again {vocalsound}"
+            source = repo.SourceObject("t", "p", "b", "a.txt", content_sha256="x")
+            chunk = Chunk(index=0, text=text, start_char=0, end_char=len(text), token_count=5)
+            parsed = ParsedDocument("document", "text", text)
+            repo.replace_document(conn, source, repo.DocumentFields(), parsed, [chunk], [[1.0] + [0.0] * 383], MODEL)
+            before = {row[0] for row in conn.execute("SELECT term FROM chunk_terms")}
+            assert before == {"budget", "disfmark", "vocalsound"}  # "again" is an english stop word
+
+            assert migrate(conn, REPO_ROOT / "sql", {MODEL: 384})[0] == "0004"
+
+            assert {row[0] for row in conn.execute("SELECT term FROM chunk_terms")} == {"budget"}
+            assert conn.execute("SELECT chunk_count, total_len FROM keyword_stats").fetchall() == [(1, 1)]
+            assert conn.execute("SELECT search_tsv::text FROM chunks").fetchone() == ("'budget':2",)
+    finally:
+        with psycopg.connect(database_url, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from datetime import date, datetime
-from typing import Any, Literal, get_args
+from typing import Annotated, Any, Literal, get_args
 from uuid import UUID
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 SearchType = Literal["chunk", "segment", "decision", "risk", "opportunity", "task"]
 ALL_TYPES: tuple[SearchType, ...] = get_args(SearchType)
@@ -18,6 +18,16 @@ MAX_QUERY_CHARS = 2000
 PROJECT_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
 
 
+def _without_nul(value: str) -> str:
+    if "\x00" in value:  # PostgreSQL text cannot hold NUL: refuse it here, not with a 500
+        raise ValueError("contains a NUL character")
+    return value
+
+
+# Any free text of a request that reaches SQL.
+PlainText = Annotated[str, AfterValidator(_without_nul)]
+
+
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -25,8 +35,8 @@ class Strict(BaseModel):
 class SearchFilters(Strict):
     date_from: date | None = Field(default=None, description="earliest meeting date (inclusive)")
     date_to: date | None = Field(default=None, description="latest meeting date (inclusive)")
-    speakers: list[str] = Field(default_factory=list, max_length=50, description="any of these speakers")
-    source_prefix: str | None = Field(
+    speakers: list[PlainText] = Field(default_factory=list, max_length=50, description="any of these speakers")
+    source_prefix: PlainText | None = Field(
         default=None, max_length=1024, description="S3 key prefix, e.g. projects/acme/meetings/2026-"
     )
 
@@ -55,9 +65,7 @@ class SearchRequest(Strict):
     def _not_blank(cls, value: str) -> str:
         if not value.strip():
             raise ValueError("query is empty")
-        if "\x00" in value:  # PostgreSQL text cannot hold NUL: refuse it here, not with a 500
-            raise ValueError("query contains a NUL character")
-        return value.strip()
+        return _without_nul(value).strip()
 
     @field_validator("types")
     @classmethod

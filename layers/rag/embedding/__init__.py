@@ -17,13 +17,15 @@ __all__ = ["Embedder", "get_embedder"]
 
 
 def get_embedder(settings: Settings | None = None) -> Embedder:
-    """The configured provider's embedder, created once per process and configuration."""
+    """The configured provider's embedder (reading index text), created once per process and configuration."""
     from rag.config import get_settings
 
     settings = settings or get_settings()
     key = (settings.embedding_provider, settings.resolved_embedding_model, settings.resolved_embedding_dimension)
     if key not in _EMBEDDERS:
-        _EMBEDDERS[key] = _create(settings)
+        from rag.embedding.index_text import IndexTextEmbedder
+
+        _EMBEDDERS[key] = IndexTextEmbedder(_create(settings))
     return _EMBEDDERS[key]
 
 

@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Any
 from rag.search.engine import FusionWeights, Hit, SearchScope, search_types
 from rag.search.fusion import merge_types
 from rag.search.query_cache import QueryEmbeddingCache
+from rag.search.query_text import search_text
+from rag.search.rerank import get_reranker, rerank
 from rag.search.types import SEARCHABLE_TYPES
 
 if TYPE_CHECKING:
@@ -40,16 +42,21 @@ def run_search(
     """(type, hit) pairs best first, and the time taken in ms; every search is logged."""
     started = time.perf_counter()
     _cache.ttl_minutes = settings.query_cache_minutes
-    vector = None if request.mode == "keyword" else _cache.vector(conn, embedder, request.query)
+    text = search_text(request.query)
+    vector = None if request.mode == "keyword" else _cache.vector(conn, embedder, text)
     scope = scope_of(tenant_id, request)
     fusion = FusionWeights(settings.rrf_k, settings.rrf_semantic_weight, settings.rrf_keyword_weight)
     specs = [SEARCHABLE_TYPES[name] for name in dict.fromkeys(request.types)]
+    reranker = get_reranker(settings)
+    candidates = max(request.top_k, settings.rerank_candidates) if reranker else request.top_k
     hits_by_type = search_types(
-        conn, specs, scope, mode=request.mode, query=request.query, query_vector=vector, model_id=embedder.model_id,
-        dimension=embedder.dimension, top_k=request.top_k, threshold=request.threshold, fusion=fusion,
+        conn, specs, scope, mode=request.mode, query=text, query_vector=vector, model_id=embedder.model_id,
+        dimension=embedder.dimension, top_k=candidates, threshold=request.threshold, fusion=fusion,
         ef_search=settings.hnsw_ef_search,
     )  # fmt: skip
-    ranked = merge_types(hits_by_type, mode=request.mode, top_k=request.top_k, fusion=fusion)
+    ranked = merge_types(hits_by_type, mode=request.mode, top_k=candidates, fusion=fusion)
+    if reranker:
+        ranked = rerank(reranker, request.query, ranked, request.top_k)
     took_ms = (time.perf_counter() - started) * 1000
     log_query(conn, tenant_id, request, [hit for _, hit in ranked], took_ms)
     return ranked, took_ms

@@ -33,7 +33,10 @@ EVAL_BUCKET = "rag-eval"
 EVAL_QUEUE = "rag-eval-ingest"
 EVAL_TENANT = "eval"
 # Code whose change changes the ingested rows (and so needs a fresh database).
-INGEST_CODE = ("layers/rag/chunking.py", "layers/rag/parsing", "layers/rag/ingest.py", "layers/rag/store", "sql")
+INGEST_CODE = (
+    "layers/rag/chunking.py", "layers/rag/parsing", "layers/rag/index_text.py", "layers/rag/embedding",
+    "layers/rag/ingest.py", "layers/rag/store", "sql",
+)  # fmt: skip
 
 
 class EvalError(RuntimeError):
