@@ -13,7 +13,8 @@ from rag.config import REPO_ROOT, Settings
 
 
 @contextlib.contextmanager
-def bench_database() -> Iterator[str]:
+def bench_database(keep: str | None = None) -> Iterator[str]:
+    """A new database, dropped afterwards; or the database ``keep``, created if missing and kept."""
     settings = Settings()
     if settings.database_url:
         server, started = settings.database_url, False
@@ -23,14 +24,16 @@ def bench_database() -> Iterator[str]:
         pgdata = (REPO_ROOT / settings.local_dir / "pgdata").resolve()
         started = postgres.start(pgdata, settings.local_pg_port)
         server = postgres.server_url(settings.local_pg_port)
-    name = f"rag_bench_{uuid.uuid4().hex[:8]}"
+    name = keep or f"rag_bench_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(server, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
+        if admin.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone() is None:
+            admin.execute(f'CREATE DATABASE "{name}"')
     try:
         yield make_conninfo(server, dbname=name)
     finally:
-        with psycopg.connect(server, autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        if not keep:
+            with psycopg.connect(server, autocommit=True) as admin:
+                admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         if started:
             from rag_local import postgres
 

@@ -1,6 +1,6 @@
 """Query benchmark: handler latency and recall@10 of the indexed path against an exact scan.
 
-    .venv/bin/python bench/query_latency.py [--chunks 100000] [--queries 200]
+    .venv/bin/python bench/query_latency.py [--chunks 100000] [--queries 200] [--keep DATABASE]
 
 Synthetic unit vectors (384 d; clustered around topic centres like text embeddings,
 or isotropic random with --vectors random) in projects of varied size: "p1" holds 1% of the
@@ -78,6 +78,8 @@ def main() -> int:
                         help="comma-separated hnsw.ef_search values to sweep on the same data (default: the configured one)")
     parser.add_argument("--vectors", choices=["clustered", "random"], default="clustered",
                         help="clustered (like text embeddings, default) or isotropic random (HNSW's worst case)")
+    parser.add_argument("--keep", metavar="DATABASE",
+                        help="load into this database and keep it; a later run with the same name and size reuses it")
     args = parser.parse_args()
 
     import os
@@ -88,7 +90,7 @@ def main() -> int:
     from rag_local.api_server import http_api_event
     from rag_local.lambdas import LocalContext, load_handler_module
 
-    with bench_database() as url:
+    with bench_database(args.keep) as url:
         os.environ["DATABASE_URL"] = url
         os.environ["POWERTOOLS_METRICS_DISABLED"] = "true"
         get_settings.cache_clear()
@@ -98,7 +100,9 @@ def main() -> int:
 
             register_vector(conn)
             make_vectors = clustered_vectors if args.vectors == "clustered" else unit_vectors
-            load(conn, args.chunks, make_vectors)
+            if conn.execute("SELECT count(*) FROM chunks").fetchone()[0] != args.chunks:
+                conn.execute("TRUNCATE documents CASCADE; TRUNCATE keyword_stats")
+                load(conn, args.chunks, make_vectors)
             queries = make_vectors(args.queries, 384, seed=7)
             handler = load_handler_module("query").lambda_handler
             # Query vectors go into the warm LRU: the latency below is search, not embedding.

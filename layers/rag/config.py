@@ -52,6 +52,9 @@ class Settings(BaseSettings):
     rrf_keyword_weight: float = Field(default=1.0, ge=0)
     query_cache_minutes: int = Field(default=60, ge=0)
     hnsw_ef_search: int = Field(default=100, ge=10, le=1000, description="HNSW candidate list per search")
+    exact_search_max_rows: int = Field(
+        default=20_000, ge=0, description="scopes of at most this many chunks are searched exactly, not by HNSW"
+    )
     reranker: Literal["none", "llm"] = Field(
         default="none", description="llm: the chat model (llm_model) grades the fused candidates (rag.search.rerank)"
     )

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from rag.parsing.model import Chunk, ParsedDocument
-from rag.search.engine import SearchScope, chunk_search_statement, search_chunks, set_search_options
+from rag.search.engine import SearchScope, chunk_search_statement, scope_size, search_chunks, set_search_options
 from rag.store import documents as repo
 from rag.store.bulk import DocumentLoad, bulk_load
 from rag.store.connection import connect
@@ -58,8 +58,8 @@ def semantic(conn, scope, vector, k=10):
     return search_chunks(conn, scope, mode="semantic", query="", query_vector=vector, model_id=MODEL, dimension=DIM, top_k=k)
 
 
-def plan(conn, scope, vector, mode="semantic", k=10) -> str:
-    statement, params = chunk_search_statement(scope, mode=mode, query="battery", query_vector=vector, model_id=MODEL, dimension=DIM, top_k=k)
+def plan(conn, scope, vector, mode="semantic", k=10, exact=False) -> str:
+    statement, params = chunk_search_statement(scope, mode=mode, query="battery", query_vector=vector, model_id=MODEL, dimension=DIM, top_k=k, exact=exact)
     with conn.transaction():
         set_search_options(conn)
         return "\n".join(r[0] for r in conn.execute("EXPLAIN " + statement, params, prepare=False))
@@ -81,6 +81,28 @@ def test_the_hnsw_index_serves_semantic_search(corpus):
     assert "chunks_emb_test_synthetic_384_384" in plan(conn, SearchScope("t1"), query)
     hits = semantic(conn, SearchScope("t1", ("big",)), query, k=50)
     assert len(hits) == 50
+
+
+def test_scope_size_counts_the_chunks_a_filter_can_reach(corpus):
+    conn, _ = corpus
+    small_doc = conn.execute("SELECT id::text FROM documents WHERE project_id = 'small'").fetchone()[0]
+    assert scope_size(conn, SearchScope("t1", ("small",))) == CHUNKS_PER_DOC
+    assert scope_size(conn, SearchScope("t1")) == N_DOCS * CHUNKS_PER_DOC
+    assert scope_size(conn, SearchScope("t1", document_ids=(small_doc,))) == CHUNKS_PER_DOC
+    assert scope_size(conn, SearchScope("t2")) == 0  # another tenant's chunks are not counted
+    assert scope_size(conn, SearchScope("t2", document_ids=(small_doc,))) == 0
+
+
+def test_an_exact_search_skips_the_index_and_returns_the_true_top_k(corpus):
+    conn, vectors = corpus
+    query = unit_rows(1, seed=99)[0]
+    scope = SearchScope("t1", ("small",))
+    explained = plan(conn, scope, query, exact=True)
+    assert "chunks_emb_test_synthetic_384_384" not in explained and "Sort" in explained
+    hits = search_chunks(conn, scope, mode="semantic", query="", query_vector=query, model_id=MODEL, dimension=DIM,
+                         top_k=10, exact=True)  # fmt: skip
+    expected = np.argsort(-(vectors[:CHUNKS_PER_DOC] @ query))[:10]
+    assert [h.content.rsplit(" ", 1)[1] for h in hits] == [f"item0x{i}" for i in expected]  # in order, not only as a set
 
 
 def test_the_postings_index_serves_keyword_search(corpus):

@@ -5,8 +5,12 @@ its table, the text shown as content, its metadata fields, its keyword ranking.
 
 - Semantic: cosine distance on the model's partial HNSW index (``embedding::vector(dim)``,
   ``WHERE embedding_model = model``); pgvector 0.8's iterative index scan keeps a
-  selective filter from starving the top-k. On a small filtered set the planner prefers
-  the tenant/project btree and an exact distance sort: exact, and cheaper there.
+  selective filter from starving the top-k. A scope of at most ``exact_max_rows`` chunks
+  (``scope_size``: one meeting, a small project) is searched exactly instead: its rows
+  through the tenant/project or document btree and a sort by distance. The planner cannot
+  make that choice itself: it costs the HNSW scan as if the filter kept every row it
+  visits, and on a 1% filter the iterative scan visits (and fetches from the heap) about
+  a hundred rows for each one it keeps.
 - Keyword, chunks: exact BM25 (k1 1.2, b 0.75) over the ``chunk_terms`` postings, with IDF and
   average length from the whole project (better than per-meeting statistics, even
   when a search is filtered to one meeting). Query terms are ORed: a natural-language
@@ -115,14 +119,39 @@ def _scope_filter(scope: SearchScope, alias: str = "c") -> tuple[str, dict[str, 
     return " AND ".join(conditions), params, needs_documents
 
 
-def _semantic_cte(table: str, dimension: int, where: str, join_documents: str) -> str:
+def _semantic_cte(table: str, dimension: int, where: str, join_documents: str, exact: bool) -> str:
+    distance = f"c.embedding::vector({dimension}) <=> %(qvec)s::vector({dimension})"
+    # The HNSW index serves only ORDER BY <column> <=> <vector>: "+ 0" orders by the same
+    # value through an exact sort of the filtered rows.
+    order = f"({distance}) + 0" if exact else "distance"
     return f"""semantic AS (
         SELECT id, distance, row_number() OVER (ORDER BY distance) AS rank FROM (
-            SELECT c.id, c.embedding::vector({dimension}) <=> %(qvec)s::vector({dimension}) AS distance
+            SELECT c.id, {distance} AS distance
             FROM {table} c {join_documents}
             WHERE {where} AND c.embedding_model = %(model)s
-            ORDER BY distance LIMIT %(candidates)s) s
+            ORDER BY {order} LIMIT %(candidates)s) s
         WHERE 1 - distance >= %(threshold)s)"""
+
+
+def scope_size(conn: psycopg.Connection, scope: SearchScope) -> int:
+    """An upper bound of the chunks in ``scope``, from two small tables (never the chunks).
+
+    Documents named: their chunk counts. Otherwise the BM25 statistics of the tenant's
+    projects (``keyword_stats``: chunks with at least one term). Date, speaker and
+    source filters only narrow further.
+    """
+    if scope.document_ids:
+        row = conn.execute(
+            "SELECT coalesce(sum(chunk_count), 0) FROM documents WHERE tenant_id = %s AND id = ANY(%s::uuid[])",
+            (scope.tenant_id, list(scope.document_ids)),
+        ).fetchone()
+    else:
+        row = conn.execute(
+            """SELECT coalesce(sum(chunk_count), 0) FROM keyword_stats
+               WHERE tenant_id = %s AND (cardinality(%s::text[]) = 0 OR project_id = ANY(%s::text[]))""",
+            (scope.tenant_id, list(scope.project_ids), list(scope.project_ids)),
+        ).fetchone()
+    return int(row[0]) if row else 0
 
 
 _QUERY_TERMS = """query_terms AS (
@@ -244,8 +273,12 @@ def search_statement(
     threshold: float = 0.0,
     fusion: FusionWeights = FusionWeights(),
     candidates: int | None = None,
+    exact: bool = False,
 ) -> tuple[str, dict[str, Any]]:
-    """SQL and parameters for the top ``top_k`` rows of ``spec``; ``query_vector`` is needed unless mode is keyword."""
+    """SQL and parameters for the top ``top_k`` rows of ``spec``; ``query_vector`` is needed unless mode is keyword.
+
+    ``exact``: the semantic side sorts the filtered rows by distance instead of using the HNSW index.
+    """
     if mode != "keyword" and query_vector is None:
         raise ValueError(f"{mode} search needs the query's vector")
     where, params, needs_documents = _scope_filter(scope)
@@ -259,7 +292,7 @@ def search_statement(
     )  # fmt: skip
     ctes = []
     if mode in ("semantic", "hybrid"):
-        ctes.append(_semantic_cte(spec.table, dimension, where, join_documents))
+        ctes.append(_semantic_cte(spec.table, dimension, where, join_documents, exact))
     if mode in ("keyword", "hybrid"):
         ctes.append(_KEYWORD_CTES[spec.keyword](spec.table, where, join_documents))
     if mode == "semantic":

@@ -6,7 +6,7 @@ import json
 import time
 from typing import TYPE_CHECKING, Any
 
-from rag.search.engine import FusionWeights, Hit, SearchScope, search_types
+from rag.search.engine import FusionWeights, Hit, SearchScope, scope_size, search_types
 from rag.search.fusion import merge_types
 from rag.search.query_cache import QueryEmbeddingCache
 from rag.search.query_text import search_text
@@ -49,10 +49,11 @@ def run_search(
     specs = [SEARCHABLE_TYPES[name] for name in dict.fromkeys(request.types)]
     reranker = get_reranker(settings)
     candidates = max(request.top_k, settings.rerank_candidates) if reranker else request.top_k
+    exact = request.mode != "keyword" and scope_size(conn, scope) <= settings.exact_search_max_rows
     hits_by_type = search_types(
         conn, specs, scope, mode=request.mode, query=text, query_vector=vector, model_id=embedder.model_id,
         dimension=embedder.dimension, top_k=candidates, threshold=request.threshold, fusion=fusion,
-        ef_search=settings.hnsw_ef_search,
+        ef_search=settings.hnsw_ef_search, exact=exact,
     )  # fmt: skip
     ranked = merge_types(hits_by_type, mode=request.mode, top_k=candidates, fusion=fusion)
     if reranker:
