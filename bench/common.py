@@ -22,7 +22,7 @@ def bench_database(keep: str | None = None) -> Iterator[str]:
         from rag_local import postgres
 
         pgdata = (REPO_ROOT / settings.local_dir / "pgdata").resolve()
-        started = postgres.start(pgdata, settings.local_pg_port)
+        started = postgres.start(pgdata, settings.local_pg_port, settings.local_pg_shared_buffers)
         server = postgres.server_url(settings.local_pg_port)
     name = keep or f"rag_bench_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(server, autocommit=True) as admin:

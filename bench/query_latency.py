@@ -57,6 +57,17 @@ def load(conn, n: int, make_vectors) -> np.ndarray:
     return vectors
 
 
+def prewarm(conn) -> None:
+    """Load the table and its HNSW index into shared_buffers: the latency below is of a warm server."""
+    conn.execute("CREATE EXTENSION IF NOT EXISTS pg_prewarm")
+    index = conn.execute("SELECT indexname FROM pg_indexes WHERE tablename = 'chunks' AND indexdef LIKE '%hnsw%'").fetchone()[0]
+    sizes = conn.execute(
+        "SELECT pg_size_pretty(pg_relation_size(%s::regclass)), current_setting('shared_buffers')", (index,)
+    ).fetchone()
+    print(f"HNSW index {sizes[0]}, shared_buffers {sizes[1]} (RAG_LOCAL_PG_SHARED_BUFFERS)", flush=True)
+    conn.execute("SELECT pg_prewarm('chunks'), pg_prewarm(%s::regclass)", (index,))
+
+
 def exact_top10(conn, projects: list[str], query: np.ndarray) -> set[int]:
     """The true top 10 of a filter by a sequential scan, the reference for recall."""
     project_filter = "AND project_id = ANY(%s)" if projects else "AND %s::text[] IS NOT NULL"
@@ -104,6 +115,7 @@ def main() -> int:
                 conn.execute("TRUNCATE documents CASCADE; TRUNCATE keyword_stats")
                 load(conn, args.chunks, make_vectors)
             queries = make_vectors(args.queries, 384, seed=7)
+            prewarm(conn)
             handler = load_handler_module("query").lambda_handler
             # Query vectors go into the warm LRU: the latency below is search, not embedding.
             for i, q in enumerate(queries):

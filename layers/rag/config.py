@@ -53,7 +53,10 @@ class Settings(BaseSettings):
     query_cache_minutes: int = Field(default=60, ge=0)
     hnsw_ef_search: int = Field(default=100, ge=10, le=1000, description="HNSW candidate list per search")
     exact_search_max_rows: int = Field(
-        default=20_000, ge=0, description="scopes of at most this many chunks are searched exactly, not by HNSW"
+        default=20_000, ge=0, description="a scope of at most this many chunks ... (see exact_search_max_share)"
+    )
+    exact_search_max_share: float = Field(
+        default=0.05, ge=0, le=1, description="... and of at most this share of the tenant's is searched exactly"
     )
     reranker: Literal["none", "llm"] = Field(
         default="none", description="llm: the chat model (llm_model) grades the fused candidates (rag.search.rerank)"
@@ -98,6 +101,9 @@ class Settings(BaseSettings):
     # --- local services (rag up) ----------------------------------------------
     local_dir: Path = Path(".local")
     local_pg_port: int = 54329
+    local_pg_shared_buffers: str | None = Field(
+        default=None, description="the local server's buffer cache when rag up starts it (default 256MB)"
+    )
     local_moto_port: int = 5059
     local_bucket: str = "rag-documents"
     local_queue: str = "rag-ingest"

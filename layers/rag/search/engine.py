@@ -5,12 +5,12 @@ its table, the text shown as content, its metadata fields, its keyword ranking.
 
 - Semantic: cosine distance on the model's partial HNSW index (``embedding::vector(dim)``,
   ``WHERE embedding_model = model``); pgvector 0.8's iterative index scan keeps a
-  selective filter from starving the top-k. A scope of at most ``exact_max_rows`` chunks
-  (``scope_size``: one meeting, a small project) is searched exactly instead: its rows
-  through the tenant/project or document btree and a sort by distance. The planner cannot
-  make that choice itself: it costs the HNSW scan as if the filter kept every row it
-  visits, and on a 1% filter the iterative scan visits (and fetches from the heap) about
-  a hundred rows for each one it keeps.
+  selective filter from starving the top-k. A scope that is small both in rows and as a
+  share of the tenant (``ScopeSize.exact_is_faster``: one meeting, a small project) is
+  searched exactly instead: its rows through the tenant/project or document btree and a
+  sort by distance. The planner cannot make that choice itself: it costs the HNSW scan as
+  if the filter kept every row it visits, and on a 1% filter the iterative scan visits
+  (and fetches from the heap) about a hundred rows for each one it keeps.
 - Keyword, chunks: exact BM25 (k1 1.2, b 0.75) over the ``chunk_terms`` postings, with IDF and
   average length from the whole project (better than per-meeting statistics, even
   when a search is filtered to one meeting). Query terms are ORed: a natural-language
@@ -133,25 +133,41 @@ def _semantic_cte(table: str, dimension: int, where: str, join_documents: str, e
         WHERE 1 - distance >= %(threshold)s)"""
 
 
-def scope_size(conn: psycopg.Connection, scope: SearchScope) -> int:
-    """An upper bound of the chunks in ``scope``, from two small tables (never the chunks).
+@dataclass(frozen=True)
+class ScopeSize:
+    """Upper bounds of the chunks a scope can reach and of all the tenant's chunks."""
+
+    rows: int
+    tenant_rows: int
+
+    def exact_is_faster(self, max_rows: int, max_share: float) -> bool:
+        """Whether an exact sort beats the HNSW index (measured in bench/query_latency.py).
+
+        An exact sort costs about 1 microsecond per row of the scope; the iterative HNSW
+        scan visits about 1/share rows per row it keeps. So: a scope small in rows *and*
+        a small share of the tenant (1% of a million chunks: exact 14 ms, HNSW 100-400 ms;
+        10% of 100,000: exact 14 ms, HNSW 7 ms).
+        """
+        return self.rows <= max_rows and self.rows <= max_share * self.tenant_rows
+
+
+def scope_size(conn: psycopg.Connection, scope: SearchScope) -> ScopeSize:
+    """The scope's size from two small tables (never the chunks), in one round trip.
 
     Documents named: their chunk counts. Otherwise the BM25 statistics of the tenant's
     projects (``keyword_stats``: chunks with at least one term). Date, speaker and
     source filters only narrow further.
     """
-    if scope.document_ids:
-        row = conn.execute(
-            "SELECT coalesce(sum(chunk_count), 0) FROM documents WHERE tenant_id = %s AND id = ANY(%s::uuid[])",
-            (scope.tenant_id, list(scope.document_ids)),
-        ).fetchone()
-    else:
-        row = conn.execute(
-            """SELECT coalesce(sum(chunk_count), 0) FROM keyword_stats
-               WHERE tenant_id = %s AND (cardinality(%s::text[]) = 0 OR project_id = ANY(%s::text[]))""",
-            (scope.tenant_id, list(scope.project_ids), list(scope.project_ids)),
-        ).fetchone()
-    return int(row[0]) if row else 0
+    row = conn.execute(
+        """SELECT CASE WHEN cardinality(%(documents)s::uuid[]) > 0
+                    THEN (SELECT sum(chunk_count) FROM documents WHERE tenant_id = %(tenant)s AND id = ANY(%(documents)s::uuid[]))
+                    ELSE (SELECT sum(chunk_count) FROM keyword_stats
+                          WHERE tenant_id = %(tenant)s AND (cardinality(%(projects)s::text[]) = 0 OR project_id = ANY(%(projects)s::text[])))
+                  END,
+                  (SELECT sum(chunk_count) FROM keyword_stats WHERE tenant_id = %(tenant)s)""",
+        {"tenant": scope.tenant_id, "documents": list(scope.document_ids), "projects": list(scope.project_ids)},
+    ).fetchone()
+    return ScopeSize(int(row[0] or 0), int(row[1] or 0)) if row else ScopeSize(0, 0)
 
 
 _QUERY_TERMS = """query_terms AS (
@@ -247,9 +263,12 @@ def search_chunks(conn: psycopg.Connection, scope: SearchScope, *, ef_search: in
 def set_search_options(conn: psycopg.Connection, ef_search: int = 100) -> None:
     """Per-transaction settings every search statement runs with (SET LOCAL: safe with pooled connections)."""
     # A generic plan cannot use the per-model partial index or the tenant's statistics (plan_cache_mode).
+    # Parallel workers cost more to start than a search takes (measured at 1M rows: 40-65 ms
+    # with them, 4-6 ms without); concurrent Lambdas are the parallelism.
     conn.execute(
         "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), set_config('hnsw.ef_search', %s, true),"
-        " set_config('plan_cache_mode', 'force_custom_plan', true)",
+        " set_config('plan_cache_mode', 'force_custom_plan', true),"
+        " set_config('max_parallel_workers_per_gather', '0', true)",
         (str(int(ef_search)),),
         prepare=False,
     )

@@ -49,7 +49,9 @@ def run_search(
     specs = [SEARCHABLE_TYPES[name] for name in dict.fromkeys(request.types)]
     reranker = get_reranker(settings)
     candidates = max(request.top_k, settings.rerank_candidates) if reranker else request.top_k
-    exact = request.mode != "keyword" and scope_size(conn, scope) <= settings.exact_search_max_rows
+    exact = request.mode != "keyword" and scope_size(conn, scope).exact_is_faster(
+        settings.exact_search_max_rows, settings.exact_search_max_share
+    )
     hits_by_type = search_types(
         conn, specs, scope, mode=request.mode, query=text, query_vector=vector, model_id=embedder.model_id,
         dimension=embedder.dimension, top_k=candidates, threshold=request.threshold, fusion=fusion,
@@ -70,13 +72,16 @@ def log_query(conn: psycopg.Connection, tenant_id: str, request: SearchRequest, 
         "document_ids": [str(d) for d in request.document_ids],
         **(request.filters.model_dump(mode="json") if request.filters else {}),
     }
-    conn.execute(
-        """INSERT INTO query_log (tenant_id, query, mode, types, filters, result_count, top_similarity,
-                                  mean_similarity, latency_ms)
-           VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)""",
-        (
-            tenant_id, request.query, request.mode, list(request.types), json.dumps(filters), len(hits),
-            max(similarities) if similarities else None,
-            sum(similarities) / len(similarities) if similarities else None, took_ms,
-        ),
-    )  # fmt: skip
+    # A log row lost in a crash is acceptable; waiting for a WAL flush on every search is not.
+    with conn.pipeline(), conn.transaction():
+        conn.execute("SELECT set_config('synchronous_commit', 'off', true)")
+        conn.execute(
+            """INSERT INTO query_log (tenant_id, query, mode, types, filters, result_count, top_similarity,
+                                      mean_similarity, latency_ms)
+               VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)""",
+            (
+                tenant_id, request.query, request.mode, list(request.types), json.dumps(filters), len(hits),
+                max(similarities) if similarities else None,
+                sum(similarities) / len(similarities) if similarities else None, took_ms,
+            ),
+        )  # fmt: skip
