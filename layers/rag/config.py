@@ -38,6 +38,9 @@ class Settings(BaseSettings):
     database_secret_arn: str | None = Field(
         default=None, description="Secrets Manager secret with host/port/username/password (AWS)."
     )
+    database_iam_url: str | None = Field(
+        default=None, description="postgresql://user@host:port/db without a password: IAM authentication (RDS Proxy)."
+    )
     migrations_dir: Path = REPO_ROOT / "sql"
 
     # --- tenancy --------------------------------------------------------------

@@ -100,3 +100,27 @@ def test_search_never_crosses_tenants_or_models(db):
 
     assert [h.source_uri for h in hits] == ["s3://b/projects/p1/a.txt"]
     assert hits[0].similarity == pytest.approx(1.0, abs=1e-5)
+
+
+def test_new_content_drops_the_old_backfill_and_starts_it_again(db):
+    parsed, chunks = transcript(12)
+    document_id = repo.replace_document(db, source(), repo.DocumentFields(), parsed, chunks, [unit(i) for i in range(len(chunks))], MODEL)
+    segment_id = db.execute(
+        """INSERT INTO segments (document_id, tenant_id, project_id, segment_index, title, summary, start_char, end_char, method)
+           VALUES (%s, 't1', 'p1', 0, 'Old topic', 'Old summary', 0, 10, 'texttiling') RETURNING id""",
+        (document_id,),
+    ).fetchone()[0]
+    db.execute(
+        """INSERT INTO decisions (document_id, segment_id, tenant_id, project_id, start_char, end_char, description, method)
+           VALUES (%s, %s, 't1', 'p1', 0, 10, 'Old decision', 'rules')""",
+        (document_id, segment_id),
+    )
+    db.execute("UPDATE documents SET status = 'extracted', backfill_error = 'earlier failure', backfill_attempts = 2")
+
+    changed, changed_chunks = transcript(8)
+    again = repo.replace_document(db, source(), repo.DocumentFields(), changed, changed_chunks, [unit(i) for i in range(len(changed_chunks))], MODEL)
+
+    assert again == document_id
+    assert db.execute("SELECT count(*) FROM segments").fetchone() == (0,)
+    assert db.execute("SELECT count(*) FROM decisions").fetchone() == (0,)
+    assert db.execute("SELECT status, backfill_error, backfill_attempts FROM documents").fetchone() == ("raw_ingested", None, 0)

@@ -9,7 +9,6 @@ at connect time, so no function ever holds a database password); the Secrets Man
 from __future__ import annotations
 
 import json
-import os
 from typing import TYPE_CHECKING
 from urllib.parse import quote, urlsplit, urlunsplit
 
@@ -19,8 +18,7 @@ if TYPE_CHECKING:
     from rag.config import Settings
 
 LOCAL_DATABASE = "rag"
-# Read here rather than in Settings until the field moves there (the CDK app sets it on every function).
-IAM_URL_ENV = "RAG_DATABASE_IAM_URL"
+IAM_URL_ENV = "RAG_DATABASE_IAM_URL"  # Settings.database_iam_url; the CDK app sets it on every function
 
 _connection: psycopg.Connection | None = None
 
@@ -34,8 +32,8 @@ def resolve_database_url(settings: Settings) -> str:
     """DATABASE_URL, else IAM authentication, else the Secrets Manager secret (AWS), else the embedded server."""
     if settings.database_url:
         return settings.database_url
-    if iam_url := database_iam_url(settings):
-        return url_with_iam_token(iam_url, settings.aws_region)
+    if settings.database_iam_url:
+        return url_with_iam_token(settings.database_iam_url, settings.aws_region)
     if settings.database_secret_arn:
         return _url_from_secret(settings)
     return local_database_url(settings)
@@ -52,10 +50,6 @@ def _url_from_secret(settings: Settings) -> str:
     # RDS's secrets carry no sslmode: TLS is required unless a (non-RDS) secret says otherwise.
     sslmode = secret.get("sslmode", "require")
     return f"postgresql://{user}:{password}@{host}:{port}/{dbname}?sslmode={sslmode}"
-
-
-def database_iam_url(settings: Settings) -> str | None:
-    return getattr(settings, "database_iam_url", None) or os.environ.get(IAM_URL_ENV) or None
 
 
 def url_with_iam_token(iam_url: str, region: str, *, rds_client: object | None = None) -> str:

@@ -62,6 +62,10 @@ class DocumentFields:
     participants: list[str] = field(default_factory=list)
 
 
+# New content starts the backfill afresh: no error or attempts carried over from the old one.
+_BACKFILL_RESET = {"backfill_error": None, "backfill_attempts": 0}
+
+
 def find_by_key(conn: psycopg.Connection, bucket: str, key: str) -> StoredDocument | None:
     row = conn.execute(
         """SELECT id, tenant_id, project_id, content_sha256, status, embedding_model, chunk_count
@@ -88,7 +92,7 @@ def replace_document(
     vectors: Sequence[Sequence[float]],
     model_id: str,
 ) -> UUID:
-    """Insert or replace the document and all its chunks atomically (binary COPY)."""
+    """Insert or replace the document and its chunks atomically (binary COPY); rows made from old content go."""
     if len(chunks) != len(vectors):
         raise ValueError(f"expected one vector per chunk, got {len(vectors)} for {len(chunks)} chunks")
     with conn.transaction():
@@ -107,9 +111,10 @@ def replace_document(
                 "embedding_model": model_id,
                 "chunk_count": len(chunks),
                 "error": None,
+                **_BACKFILL_RESET,
             },
         )
-        _delete_chunks(conn, document_id)
+        _delete_derived_rows(conn, document_id)
         copy_chunks(conn, document_id, source, chunks, vectors, model_id)
         keyword_index.index_document(conn, document_id)
     return document_id
@@ -155,9 +160,10 @@ def record_failure(conn: psycopg.Connection, source: SourceObject, fields: Docum
                 "embedding_model": None,
                 "chunk_count": 0,
                 "error": error,
+                **_BACKFILL_RESET,
             },
         )
-        _delete_chunks(conn, document_id)
+        _delete_derived_rows(conn, document_id)
     return document_id
 
 
@@ -174,9 +180,15 @@ def delete_by_key(conn: psycopg.Connection, bucket: str, key: str) -> UUID | Non
     return found[0]
 
 
-def _delete_chunks(conn: psycopg.Connection, document_id: UUID) -> None:
+def _delete_derived_rows(conn: psycopg.Connection, document_id: UUID) -> None:
+    """Everything made from the document's old content: chunks and postings, segments and their items.
+
+    The items (decisions, risks, opportunities, tasks) go with their segment (ON DELETE
+    CASCADE); the document is back at ``raw_ingested``, so the backfill redoes them.
+    """
     keyword_index.unindex_document(conn, document_id)
     conn.execute("DELETE FROM chunks WHERE document_id = %s", (document_id,))
+    conn.execute("DELETE FROM segments WHERE document_id = %s", (document_id,))
 
 
 def _upsert_document(conn: psycopg.Connection, source: SourceObject, values: dict[str, Any]) -> UUID:
