@@ -25,25 +25,29 @@ def load_handler_module(name: str) -> ModuleType:
         raise FileNotFoundError(f"no Lambda handler at {path}")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    if hasattr(module, "metrics"):
-        module.lambda_handler = _dropping_unpublished_metrics(module.lambda_handler, module.metrics)
+    for attribute in [n for n in vars(module) if n.endswith("_handler") and callable(getattr(module, n))]:
+        setattr(module, attribute, _dropping_unpublished_metrics(getattr(module, attribute)))
     return module
 
 
-def _dropping_unpublished_metrics(handler: Callable[..., Any], metrics: Any) -> Callable[..., Any]:
-    """The handler, clearing metrics that were not published after each call.
+def _dropping_unpublished_metrics(handler: Callable[..., Any]) -> Callable[..., Any]:
+    """The handler, clearing the metrics it could not publish (metrics disabled) after each call.
 
     With ``POWERTOOLS_METRICS_DISABLED`` Powertools skips the flush but keeps the data
     points, and prints them anyway once one metric holds 100: in a long in-process run
     (``rag eval``, a benchmark) that is JSON noise on the terminal every 100 calls.
+    Every ``Metrics`` instance shares one metric set, so one clears them all.
     """
+    from aws_lambda_powertools import Metrics
+    from aws_lambda_powertools.metrics.functions import is_metrics_disabled
 
     @functools.wraps(handler)
-    def call(event: Any, context: Any) -> Any:
+    def call(*args: Any, **kwargs: Any) -> Any:
         try:
-            return handler(event, context)
+            return handler(*args, **kwargs)
         finally:
-            metrics.clear_metrics()
+            if is_metrics_disabled():
+                Metrics().clear_metrics()
 
     return call
 
