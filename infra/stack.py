@@ -17,6 +17,7 @@ from infra.constructs.migrations import Migrations
 from infra.constructs.monitoring import Monitoring
 from infra.constructs.network import Network
 from infra.constructs.query_api import QueryApi
+from infra.resources import AppResources
 
 DEFAULT_STAGE = "dev"
 # Feature flags this app relies on (set before any construct exists).
@@ -33,11 +34,11 @@ class MeetingRagStack(cdk.Stack):
         self.network = Network(self, "Network", config=config)
         self.database = Database(self, "Database", config=config, network=self.network)
         layer = LibraryLayer(self, "Library").layer
-        parts = {"config": config, "network": self.network, "database": self.database, "layer": layer}
-        self.migrations = Migrations(self, "Migrations", **parts)
-        self.ingest = Ingest(self, "Ingest", **parts)
-        self.query = QueryApi(self, "Query", **parts)
-        self.backfill = Backfill(self, "Backfill", **parts)
+        resources = AppResources(config=config, network=self.network, database=self.database, layer=layer)
+        self.migrations = Migrations(self, "Migrations", resources=resources)
+        self.ingest = Ingest(self, "Ingest", resources=resources)
+        self.query = QueryApi(self, "Query", resources=resources)
+        self.backfill = Backfill(self, "Backfill", resources=resources)
         # The first rotation of the functions' secret needs the role the migrator creates.
         self.database.app_rotation.node.add_dependency(self.migrations.resource)
         for function in [self.ingest.function, self.query.function, *self.backfill.functions.values()]:

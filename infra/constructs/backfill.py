@@ -9,12 +9,9 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
-from infra.config import StageConfig
 from infra.constructs.backfill_state_machine import STAGES, BackfillStateMachine
-from infra.constructs.database import Database
-from infra.constructs.network import Network
-from infra.defaults import function_code, python_function
-from infra.permissions import grant_embedding_and_llm
+from infra.defaults import function_code
+from infra.resources import AppResources
 
 STAGE_DESCRIPTIONS = {
     "segment": "Backfill stage: meetings -> topic segments (raw_ingested -> segmented)",
@@ -24,38 +21,22 @@ STAGE_DESCRIPTIONS = {
 
 
 class Backfill(Construct):
-    def __init__(
-        self,
-        scope: Construct,
-        id: str,
-        *,
-        config: StageConfig,
-        network: Network,
-        database: Database,
-        layer: lambda_.ILayerVersion,
-    ) -> None:
+    def __init__(self, scope: Construct, id: str, *, resources: AppResources) -> None:
         super().__init__(scope, id)
+        config = resources.config
         code = function_code("backfill")
         self.functions: dict[str, lambda_.Function] = {}
         for stage in STAGES:
-            function = python_function(
+            self.functions[stage] = resources.app_function(
                 self,
                 f"{stage.capitalize()}Function",
-                config=config,
                 description=STAGE_DESCRIPTIONS[stage],
                 code=code,
                 handler=f"handler.{stage}_handler",
                 service=f"backfill-{stage}",
-                layer=layer,
-                vpc=network.vpc,
-                security_group=network.functions_sg,
                 memory_mb=config.backfill_memory_mb,
                 timeout=cdk.Duration.seconds(config.backfill_timeout_seconds),
-                environment={"RAG_DATABASE_IAM_URL": database.iam_url},
             )
-            database.grant_connect(function)
-            grant_embedding_and_llm(self, function, config)
-            self.functions[stage] = function
 
         machine = BackfillStateMachine(
             self,

@@ -4,19 +4,15 @@ from __future__ import annotations
 
 import aws_cdk as cdk
 from aws_cdk import aws_iam as iam
-from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as sources
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_s3_notifications as s3n
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from infra.config import StageConfig
-from infra.constructs.database import Database
-from infra.constructs.network import Network
-from infra.defaults import function_code, python_function, secure_bucket, secure_queue
+from infra.defaults import function_code, secure_bucket, secure_queue
 from infra.nag import acknowledge, logical_id
-from infra.permissions import grant_embedding_and_llm
+from infra.resources import AppResources
 
 DOCUMENTS_PREFIX = "projects/"  # the ingest contract: projects/<project_id>/<any path>/<file>
 # AWS's guidance for SQS event sources: visibility timeout at least six times the function timeout.
@@ -24,17 +20,9 @@ VISIBILITY_TIMEOUT_FACTOR = 6
 
 
 class Ingest(Construct):
-    def __init__(
-        self,
-        scope: Construct,
-        id: str,
-        *,
-        config: StageConfig,
-        network: Network,
-        database: Database,
-        layer: lambda_.ILayerVersion,
-    ) -> None:
+    def __init__(self, scope: Construct, id: str, *, resources: AppResources) -> None:
         super().__init__(scope, id)
+        config = resources.config
         self.access_logs = secure_bucket(
             self,
             "AccessLogs",
@@ -67,20 +55,15 @@ class Ingest(Construct):
             "CDK's bucket-notification custom resource: it writes only its own logs with this policy",
         )
 
-        self.function = python_function(
+        self.function = resources.app_function(
             self,
             "Function",
-            config=config,
             description="S3 changes (via SQS) -> parsed, chunked, embedded rows in PostgreSQL",
             code=function_code("ingest"),
             handler="handler.lambda_handler",
             service="ingest",
-            layer=layer,
-            vpc=network.vpc,
-            security_group=network.functions_sg,
             memory_mb=config.ingest_memory_mb,
             timeout=cdk.Duration.seconds(config.ingest_timeout_seconds),
-            environment={"RAG_DATABASE_IAM_URL": database.iam_url},
         )
         self.function.add_event_source(
             sources.SqsEventSource(
@@ -105,5 +88,3 @@ class Ingest(Construct):
         )
         # Without ListBucket, S3 answers 403 (not 404) for a deleted key, and deletions would never apply.
         self.function.add_to_role_policy(iam.PolicyStatement(actions=["s3:ListBucket"], resources=[self.bucket.bucket_arn]))
-        database.grant_connect(self.function)
-        grant_embedding_and_llm(self, self.function, config)

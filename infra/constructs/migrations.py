@@ -13,11 +13,9 @@ from aws_cdk import custom_resources as cr
 from constructs import Construct
 
 from infra.bundling import CopyBundler, local_bundling, tree_hash
-from infra.config import StageConfig
-from infra.constructs.database import Database
-from infra.constructs.network import Network
 from infra.defaults import REPO_ROOT, log_group, python_function
 from infra.nag import acknowledge, logical_id
+from infra.resources import AppResources
 
 MIGRATE_DIR = REPO_ROOT / "functions" / "migrate"
 SQL_DIR = REPO_ROOT / "sql"
@@ -25,17 +23,9 @@ BUNDLED_SQL_DIR = "/var/task/sql"  # where the asset's sql/ lands in Lambda
 
 
 class Migrations(Construct):
-    def __init__(
-        self,
-        scope: Construct,
-        id: str,
-        *,
-        config: StageConfig,
-        network: Network,
-        database: Database,
-        layer: lambda_.ILayerVersion,
-    ) -> None:
+    def __init__(self, scope: Construct, id: str, *, resources: AppResources) -> None:
         super().__init__(scope, id)
+        config, network, database = resources.config, resources.network, resources.database
         security_group = ec2.SecurityGroup(self, "Sg", vpc=network.vpc, description="deploy-time migrator")
         database.allow_direct_access(security_group, "migrations at deploy time")
         sources = {"handler.py": MIGRATE_DIR / "handler.py", "app_role.py": MIGRATE_DIR / "app_role.py", "sql": SQL_DIR}
@@ -52,7 +42,7 @@ class Migrations(Construct):
             ),
             handler="handler.lambda_handler",
             service="migrate",
-            layer=layer,
+            layer=resources.layer,
             vpc=network.vpc,
             security_group=security_group,
             memory_mb=512,

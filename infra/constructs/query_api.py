@@ -19,10 +19,8 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from infra.config import StageConfig
-from infra.constructs.database import Database
-from infra.constructs.network import Network
-from infra.defaults import function_code, log_group, python_function
-from infra.permissions import grant_embedding_and_llm
+from infra.defaults import function_code, log_group
+from infra.resources import AppResources
 
 ROUTE_PATH = "/v1/{proxy+}"  # every route of rag.api lives under /v1
 ROUTE_METHODS = (apigwv2.HttpMethod.GET, apigwv2.HttpMethod.POST)
@@ -57,38 +55,20 @@ class _AccessLogs:
 
 
 class QueryApi(Construct):
-    def __init__(
-        self,
-        scope: Construct,
-        id: str,
-        *,
-        config: StageConfig,
-        network: Network,
-        database: Database,
-        layer: lambda_.ILayerVersion,
-    ) -> None:
+    def __init__(self, scope: Construct, id: str, *, resources: AppResources) -> None:
         super().__init__(scope, id)
-        self.function = python_function(
+        config = resources.config
+        self.function = resources.app_function(
             self,
             "Function",
-            config=config,
             description="HTTP API: search, context, projects, meetings, tasks, documents",
             code=function_code("query"),
             handler="handler.lambda_handler",
             service="query",
-            layer=layer,
-            vpc=network.vpc,
-            security_group=network.functions_sg,
             memory_mb=config.query_memory_mb,
             timeout=cdk.Duration.seconds(config.query_timeout_seconds),
-            environment={
-                "RAG_DATABASE_IAM_URL": database.iam_url,
-                "RAG_TENANT_CLAIM": config.tenant_claim,
-                "RAG_IAM_TENANTS": json.dumps(dict(config.iam_tenants)),
-            },
+            environment={"RAG_TENANT_CLAIM": config.tenant_claim, "RAG_IAM_TENANTS": json.dumps(dict(config.iam_tenants))},
         )
-        database.grant_connect(self.function)
-        grant_embedding_and_llm(self, self.function, config)
 
         cors = None
         if config.cors_origins:
