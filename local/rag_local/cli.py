@@ -267,7 +267,7 @@ def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
     import urllib.request
 
     key = args.api_key or next(iter(settings.api_key_tenants), "")
-    body = {"query": args.question, "mode": args.mode, "top_k": args.top_k}
+    body = {"query": args.question, "mode": args.mode, "top_k": args.top_k, "types": args.types}
     if args.project:
         body["project_ids"] = [args.project]
     request = urllib.request.Request(
@@ -292,7 +292,8 @@ def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
         where = f"turns {hit['start_turn']}-{hit['end_turn']}" if hit["start_turn"] is not None else f"chars {hit['start_char']}-{hit['end_char']}"
         similarity = f"{hit['similarity']:.3f}" if hit["similarity"] is not None else "  -  "
         snippet = " ".join(hit["content"].split())[:150]
-        print(f"{rank:>2}. score {hit['score']:.4f}  sim {similarity}  {hit['source']['uri']}  ({where})\n    {snippet}")
+        kind = "" if hit["type"] == "chunk" else f"[{hit['type']}] "
+        print(f"{rank:>2}. score {hit['score']:.4f}  sim {similarity}  {hit['source']['uri']}  ({where})\n    {kind}{snippet}")
     return 0
 
 
@@ -431,6 +432,10 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument("--project", help="limit to one project")
     search.add_argument("--mode", choices=["semantic", "keyword", "hybrid"], default="hybrid", help="default hybrid")
     search.add_argument("--top-k", type=int, default=5, help="number of results (default 5)")
+    search.add_argument(
+        "--types", nargs="+", default=["chunk"], metavar="TYPE",
+        help="chunk (default), segment, decision, risk, opportunity, task, or all (one ranked list)",
+    )  # fmt: skip
     search.add_argument("--api-key", help="API key (default: the first of RAG_API_KEYS)")
     search.set_defaults(func=cmd_search)
 

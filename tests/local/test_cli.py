@@ -74,6 +74,10 @@ def test_up_ingest_status_down(tmp_path, database_url):
 
         search = rag("search", "who confirmed the delivery date?", "--project", "cli-demo", "--top-k", "1")
         assert search.returncode == 0 and "standup.vtt" in search.stdout
+        everything = rag("search", "who confirmed the delivery date?", "--project", "cli-demo", "--types", "all")
+        assert everything.returncode == 0 and "standup.vtt" in everything.stdout  # no backfill yet: chunks only
+        unknown = rag("search", "delivery", "--types", "memo")
+        assert unknown.returncode == 1 and "HTTP 422" in unknown.stderr and "types" in unknown.stderr
     finally:
         down = rag("down")
     assert down.returncode == 0 and "services     stopped" in down.stdout
