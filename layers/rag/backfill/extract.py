@@ -19,6 +19,7 @@ from rag.backfill.documents import ClaimedDocument
 from rag.backfill.errors import LLMOutputError
 from rag.backfill.models import KnowledgeItem, StoredSegment
 from rag.backfill.rules import extract_by_rules
+from rag.backfill.runner import ModelStage
 from rag.backfill.text import clip
 from rag.backfill.units import Unit, segment_units
 
@@ -26,16 +27,10 @@ if TYPE_CHECKING:
     import psycopg
 
     from rag.config import Settings
-    from rag.embedding.base import Embedder
 
 
-class ExtractStage:
+class ExtractStage(ModelStage):
     name = "extract"
-
-    def __init__(self, settings: Settings, embedder: Embedder):
-        self.settings = settings
-        self.embedder = embedder
-        self.model_id = embedder.model_id
 
     def process(self, conn: psycopg.Connection, document: ClaimedDocument) -> None:
         items: list[KnowledgeItem] = []

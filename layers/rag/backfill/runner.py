@@ -13,6 +13,9 @@ from rag.errors import EmbeddingError
 if TYPE_CHECKING:
     import psycopg
 
+    from rag.config import Settings
+    from rag.embedding.base import Embedder
+
 # Called after each document with its error (None when it moved on): progress bars, logs.
 OnDocument = Callable[[ClaimedDocument, "str | None"], None]
 
@@ -24,6 +27,15 @@ class Stage(Protocol):
     def process(self, conn: psycopg.Connection, document: ClaimedDocument) -> None:
         """Replace the stage's rows of ``document``; raise to record an error for it."""
         ...
+
+
+class ModelStage:
+    """A stage that reads the settings (LLM or offline) and embeds with the configured model."""
+
+    def __init__(self, settings: Settings, embedder: Embedder):
+        self.settings = settings
+        self.embedder = embedder
+        self.model_id = embedder.model_id
 
 
 def is_transient(exc: BaseException) -> bool:

@@ -22,6 +22,7 @@ from rag.backfill import repository
 from rag.backfill.documents import ClaimedDocument, TurnSpan
 from rag.backfill.errors import LLMOutputError
 from rag.backfill.models import Segment
+from rag.backfill.runner import ModelStage
 from rag.backfill.text import clip, keyword_titles, sentences
 from rag.backfill.texttiling import cosine, weighted_mean, boundaries
 
@@ -37,13 +38,8 @@ MIN_SUMMARY_WORDS = 6  # "Yes." or "Okay, good." never summarizes a topic
 LLM_WINDOW_TURNS = 400  # turns per LLM call; longer meetings are segmented window by window
 
 
-class SegmentStage:
+class SegmentStage(ModelStage):
     name = "segment"
-
-    def __init__(self, settings: Settings, embedder: Embedder):
-        self.settings = settings
-        self.embedder = embedder
-        self.model_id = embedder.model_id
 
     def process(self, conn: psycopg.Connection, document: ClaimedDocument) -> None:
         repository.replace_segments(conn, document, self.segments(document))
