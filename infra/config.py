@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args, get_type_hints
@@ -21,6 +22,22 @@ TITAN_V2_DIMENSIONS = (256, 512, 1024)
 SQS_MAX_CONCURRENCY_RANGE = (2, 1000)
 # Synthesizes, but no token from a real identity provider matches it: deployments set their own issuer.
 PLACEHOLDER_ISSUER = "https://issuer.example.com/"
+# Tenant ids have the project ids' charset: a key prefix and an IAM resource, with no IAM wildcard (* ?) or "/".
+TENANT_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+# Who may assume a tenant's uploader role: an IAM role, user or account root (any partition).
+PRINCIPAL_ARN_PATTERN = re.compile(r"^arn:aws[a-z-]*:iam::[0-9]{12}:(root|role/\S+|user/\S+)$")
+# SQS accepts a redrive policy's maxReceiveCount within 1..1000.
+MAX_RECEIVE_COUNT_RANGE = (1, 1000)
+
+
+def check_tenant_id(tenant_id: str) -> str:
+    """``tenant_id`` if it may name a tenant (``tenants/<tenant_id>/`` in the bucket), else a ValueError saying why."""
+    if not isinstance(tenant_id, str) or not TENANT_ID_PATTERN.fullmatch(tenant_id):
+        raise ValueError(
+            f"tenant id {tenant_id!r} is not valid: 1-128 characters from A-Z a-z 0-9 . _ -, "
+            "starting with a letter or digit (the charset of project ids)"
+        )
+    return tenant_id
 
 
 @dataclass(frozen=True)
@@ -48,9 +65,13 @@ class StageConfig:
     ingest_batch_size: int = 10
     ingest_batching_window_seconds: int = 5
     ingest_max_concurrency: int = 5  # bounds database connections from ingest
-    ingest_max_receive_count: int = 5
+    ingest_max_receive_count: int = 5  # receives before the DLQ: see infra/README.md for the retry arithmetic
     ingest_memory_mb: int = 1024
     ingest_timeout_seconds: int = 120
+    default_tenant: str = "default"  # the tenant of keys under projects/ (RAG_DEFAULT_TENANT)
+    # tenant id -> IAM principal ARN that may assume the tenant's uploader role (writes tenants/<tenant id>/ only).
+    # -c tenant_uploaders='{"acme": "arn:aws:iam::123456789012:role/acme-sync"}'
+    tenant_uploaders: Mapping[str, str] = field(default_factory=dict)
 
     # --- query API ----------------------------------------------------------------------
     query_memory_mb: int = 1024
@@ -89,6 +110,19 @@ class StageConfig:
             raise ValueError(f"ingest_batch_size must be within 1..10000, not {self.ingest_batch_size}")
         if self.ingest_batch_size > 10 and self.ingest_batching_window_seconds < 1:
             raise ValueError("SQS batches above 10 messages need a batching window of at least 1 second")
+        low, high = MAX_RECEIVE_COUNT_RANGE
+        if not low <= self.ingest_max_receive_count <= high:
+            raise ValueError(f"ingest_max_receive_count must be within {low}..{high}, not {self.ingest_max_receive_count}")
+        check_tenant_id(self.default_tenant)
+        if not isinstance(self.tenant_uploaders, Mapping):
+            raise ValueError(f"tenant_uploaders must map tenant ids to principal ARNs, not {self.tenant_uploaders!r}")
+        for tenant_id, principal in self.tenant_uploaders.items():
+            check_tenant_id(tenant_id)
+            if not isinstance(principal, str) or not PRINCIPAL_ARN_PATTERN.fullmatch(principal):
+                raise ValueError(
+                    f"tenant_uploaders[{tenant_id!r}] must be an IAM role, user or root ARN "
+                    f"(arn:aws:iam::<account>:role/<name>), not {principal!r}"
+                )
         if not self.jwt_issuer.startswith("https://"):
             raise ValueError(f"jwt_issuer must be an https URL, not {self.jwt_issuer!r}")
         if not self.jwt_audience:

@@ -1,10 +1,11 @@
-"""The whole system as one stack: network, database, layer, ingest, query API, backfill, migrations, monitoring."""
+"""The whole system as one stack: network, database, layer, ingest, query API, backfill, migrations, monitoring, tenant uploaders."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import aws_cdk as cdk
+from aws_cdk import aws_iam as iam
 from cdk_nag import AwsSolutionsChecks
 from constructs import Construct
 
@@ -17,6 +18,7 @@ from infra.constructs.migrations import Migrations
 from infra.constructs.monitoring import Monitoring
 from infra.constructs.network import Network
 from infra.constructs.query_api import QueryApi
+from infra.constructs.tenant_uploader import TenantUploader
 from infra.resources import AppResources
 
 DEFAULT_STAGE = "dev"
@@ -54,9 +56,30 @@ class MeetingRagStack(cdk.Stack):
                 **{f"Backfill{stage.capitalize()}": fn for stage, fn in self.backfill.functions.items()},
             },
             dead_letter_queue=self.ingest.dlq,
+            ingest_logs=self.ingest.function.log_group,
             state_machine=self.backfill.state_machine,
             apis={"Api": self.query.api, "ServiceApi": self.query.service_api},
         )
+
+        # One uploader role per configured tenant (-c tenant_uploaders='{"<tenant>": "<principal ARN>"}').
+        uploaders = Construct(self, "TenantUploaders")
+        self.uploaders: dict[str, TenantUploader] = {}
+        for tenant_id, principal_arn in sorted(config.tenant_uploaders.items()):
+            uploader = TenantUploader(
+                uploaders,
+                tenant_id,
+                bucket=self.ingest.bucket,
+                tenant_id=tenant_id,
+                assumed_by=iam.ArnPrincipal(principal_arn),
+                default_tenant=tenant_id == config.default_tenant,
+            )
+            cdk.CfnOutput(
+                uploader,
+                "RoleArn",
+                value=uploader.role_arn,
+                description=f"Uploader role of tenant {tenant_id}: writes {', '.join(uploader.prefixes)}",
+            )
+            self.uploaders[tenant_id] = uploader
 
         if config.jwt_issuer == PLACEHOLDER_ISSUER:
             cdk.Annotations.of(self).add_warning_v2(
@@ -64,11 +87,20 @@ class MeetingRagStack(cdk.Stack):
                 "jwt_issuer is the placeholder: the JWT API will refuse every token until you deploy with "
                 "-c jwt_issuer=https://<your identity provider>/ -c jwt_audience=<client id>",
             )
-        cdk.CfnOutput(self, "BucketName", value=self.ingest.bucket.bucket_name, description="Drop documents under projects/<project_id>/")
+        cdk.CfnOutput(
+            self,
+            "BucketName",
+            value=self.ingest.bucket.bucket_name,
+            description="Documents: tenants/<tenant_id>/projects/<project_id>/..., or projects/<project_id>/... (default tenant)",
+        )
         cdk.CfnOutput(self, "ApiUrl", value=self.query.url, description="Query API (JWT)")
         cdk.CfnOutput(self, "ServiceApiUrl", value=self.query.service_url, description="Query API (IAM, SigV4)")
         cdk.CfnOutput(self, "StateMachineArn", value=self.backfill.state_machine.state_machine_arn, description="Backfill")
         cdk.CfnOutput(self, "AlarmTopicArn", value=self.monitoring.topic.topic_arn)
+        # For the DLQ runbook (infra/README.md): aws sqs start-message-move-task --source-arn <DeadLetterQueueArn>
+        cdk.CfnOutput(self, "DeadLetterQueueArn", value=self.ingest.dlq.queue_arn, description="Ingest DLQ (redrive source)")
+        cdk.CfnOutput(self, "DeadLetterQueueUrl", value=self.ingest.dlq.queue_url, description="Ingest DLQ (to inspect messages)")
+        cdk.CfnOutput(self, "IngestLogGroupName", value=self.ingest.function.log_group.log_group_name, description="Ingest errors")
 
 
 def stack_name(stage: str) -> str:

@@ -74,9 +74,9 @@ def database_url() -> Iterator[str]:
     migrate_database(get_settings(), url)
     yield url
 
-    from rag.store.connection import close_connection
+    from rag.store.connection import close_pool
 
-    close_connection()
+    close_pool()
     if previous is None:
         os.environ.pop("DATABASE_URL", None)
     else:

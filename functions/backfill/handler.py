@@ -20,7 +20,7 @@ from rag.backfill.errors import TransientError
 from rag.backfill.progress import advance, parse_request
 from rag.backfill.stages import run_named_stage
 from rag.config import get_settings
-from rag.store.connection import get_connection
+from rag.store.connection import connection
 
 logger = Logger(service="backfill")
 tracer = Tracer(service="backfill")
@@ -39,13 +39,8 @@ def run_batch(stage: str, event: dict[str, Any]) -> dict[str, int]:
     settings = get_settings()
     logger.append_keys(stage=stage)
     try:
-        result = run_named_stage(
-            get_connection(settings),
-            settings,
-            stage,
-            request.batch_size,
-            on_document=log_failure,
-        )
+        with connection(settings) as conn:
+            result = run_named_stage(conn, settings, stage, request.batch_size, on_document=log_failure)
     except TransientError:
         metrics[stage].add_metric(name="BackfillTransientErrors", unit=MetricUnit.Count, value=1)
         logger.exception("batch rolled back; the state machine retries it")

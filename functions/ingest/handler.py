@@ -1,7 +1,10 @@
 """Ingest Lambda: S3 object changes (via SQS, plain S3 or EventBridge) -> rows in PostgreSQL.
 
 Thin by design: event parsing is Powertools', the work is ``rag.ingest``.
-SQS batches report partial failures, so one bad message never re-runs the good ones.
+SQS batches report partial failures, so one bad message never re-runs the good ones; a message
+that failed for a transient reason (database, S3, embedding provider) comes back with
+exponential backoff (``rag.queue_retry``), and a file that can never be ingested is a ``failed``
+document, not a retry.
 """
 
 from __future__ import annotations
@@ -14,9 +17,13 @@ from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, pro
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from rag.aws import sqs_client
 from rag.config import get_settings
+from rag.errors import is_transient
 from rag.events import ObjectChange, changes_from_event, changes_from_sqs_body, event_shape
 from rag.ingest import Ingestor, build_ingestor
+from rag.queue_retry import back_off
+from rag.store.connection import connection
 
 logger = Logger(service="ingest")
 tracer = Tracer(service="ingest")
@@ -33,36 +40,58 @@ def apply_change(ingestor: Ingestor, change: ObjectChange) -> None:
             logger.exception("ingest failed; the message will be retried")
             raise
         metrics.add_metric(name="IngestLatency", unit=MetricUnit.Milliseconds, value=result.seconds * 1000)
+        if result.outcome in ("ingested", "unchanged", "deleted", "superseded", "skipped"):
+            logger.info(result.outcome, extra={"document_id": result.document_id, "chunks": result.chunks, "detail": result.error})
         if result.outcome == "ingested":
             metrics.add_metric(name="DocumentsIngested", unit=MetricUnit.Count, value=1)
             metrics.add_metric(name="ChunksWritten", unit=MetricUnit.Count, value=result.chunks)
-            logger.info("ingested", extra={"document_id": result.document_id, "chunks": result.chunks})
         elif result.outcome == "failed":
             metrics.add_metric(name="DocumentsFailed", unit=MetricUnit.Count, value=1)
-            logger.error("file could not be parsed; recorded as failed", extra={"error": result.error})
+            logger.error("file cannot be ingested; recorded as failed", extra={"document_id": result.document_id, "error": result.error})
         elif result.outcome == "rejected":
             metrics.add_metric(name="ObjectsRejected", unit=MetricUnit.Count, value=1)
             logger.error("object key rejected", extra={"error": result.error})
-        else:
-            logger.info(result.outcome, extra={"document_id": result.document_id, "detail": result.error})
 
 
 @tracer.capture_method
 def record_handler(record: SQSRecord) -> None:
     ingestor = build_ingestor(get_settings())
-    for change in changes_from_sqs_body(record.body):
-        apply_change(ingestor, change)
+    try:
+        for change in changes_from_sqs_body(record.body):
+            apply_change(ingestor, change)
+    except Exception as exc:
+        if is_transient(exc):
+            delay = back_off(sqs_client(get_settings()), record.raw_event)
+            logger.warning("transient failure; message retried", extra={"retry_in_seconds": delay})
+        raise
+
+
+def database_is_reachable() -> bool:
+    try:
+        with connection(get_settings()):
+            return True
+    except Exception as exc:
+        if not is_transient(exc):
+            raise
+        logger.exception("cannot reach the database; the whole batch is retried with backoff")
+        return False
 
 
 @logger.inject_lambda_context(clear_state=True)
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    # Connect before touching any record: a database that is down fails the whole batch
-    # (every message is retried), rather than marking each record failed one by one.
-    ingestor = build_ingestor(get_settings())
     if event_shape(event) == "sqs":
+        # Connect before touching any record: a database that is down fails the whole batch at
+        # once (each message backed off), rather than each record after its own connect timeout.
+        if not database_is_reachable():
+            records = event["Records"]
+            for record in records:
+                back_off(sqs_client(get_settings()), record)
+            metrics.add_metric(name="IngestErrors", unit=MetricUnit.Count, value=len(records))
+            return {"batchItemFailures": [{"itemIdentifier": record["messageId"]} for record in records]}
         return process_partial_response(event=event, record_handler=record_handler, processor=processor, context=context)
+    ingestor = build_ingestor(get_settings())
     for change in changes_from_event(event):
         apply_change(ingestor, change)
     return {"batchItemFailures": []}

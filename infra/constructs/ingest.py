@@ -1,4 +1,9 @@
-"""Storage and ingest: the documents bucket, its change notifications to an encrypted queue with a DLQ, the ingest Lambda."""
+"""Storage and ingest: the documents bucket, its change notifications to an encrypted queue with a DLQ, the ingest Lambda.
+
+The ingest contract (../shared/DESIGN.md) takes the tenant from the object's key, never from its metadata:
+``tenants/<tenant_id>/projects/<project_id>/<any path>/<file>``, or ``projects/<project_id>/<any path>/<file>``
+for the deployment's default tenant. Writers are granted their tenant's prefix only (constructs/tenant_uploader.py).
+"""
 
 from __future__ import annotations
 
@@ -14,7 +19,9 @@ from infra.defaults import function_code, secure_bucket, secure_queue
 from infra.nag import acknowledge, logical_id
 from infra.resources import AppResources
 
-DOCUMENTS_PREFIX = "projects/"  # the ingest contract: projects/<project_id>/<any path>/<file>
+DEFAULT_TENANT_PREFIX = "projects/"  # projects/<project_id>/<any path>/<file>: the default tenant's documents
+TENANTS_PREFIX = "tenants/"  # tenants/<tenant_id>/projects/<project_id>/<any path>/<file>
+DOCUMENT_PREFIXES = (DEFAULT_TENANT_PREFIX, TENANTS_PREFIX)
 # AWS's guidance for SQS event sources: visibility timeout at least six times the function timeout.
 VISIBILITY_TIMEOUT_FACTOR = 6
 
@@ -42,9 +49,10 @@ class Ingest(Construct):
             retention_period=cdk.Duration.days(4),
             dead_letter_queue=sqs.DeadLetterQueue(max_receive_count=config.ingest_max_receive_count, queue=self.dlq),
         )
-        only_documents = s3.NotificationKeyFilter(prefix=DOCUMENTS_PREFIX)
-        for event in (s3.EventType.OBJECT_CREATED, s3.EventType.OBJECT_REMOVED):
-            self.bucket.add_event_notification(event, s3n.SqsDestination(self.queue), only_documents)
+        # Both key forms, nothing else (the prefixes do not overlap, as S3 requires for one event type).
+        for prefix in DOCUMENT_PREFIXES:
+            for event in (s3.EventType.OBJECT_CREATED, s3.EventType.OBJECT_REMOVED):
+                self.bucket.add_event_notification(event, s3n.SqsDestination(self.queue), s3.NotificationKeyFilter(prefix=prefix))
         # CDK's singleton that writes the bucket's notification configuration.
         notifications_handler = next(
             child for child in cdk.Stack.of(self).node.children if child.node.id.startswith("BucketNotificationsHandler")
@@ -64,7 +72,11 @@ class Ingest(Construct):
             service="ingest",
             memory_mb=config.ingest_memory_mb,
             timeout=cdk.Duration.seconds(config.ingest_timeout_seconds),
+            environment={"RAG_DEFAULT_TENANT": config.default_tenant},
         )
+        # The event source grants the role sqs:ChangeMessageVisibility on this queue (with Receive/Delete/GetQueue*):
+        # on a transient error the handler pushes the failing message's next attempt back (exponential backoff)
+        # and reports it as a batch item failure; the arithmetic against the DLQ is in infra/README.md.
         self.function.add_event_source(
             sources.SqsEventSource(
                 self.queue,
@@ -74,17 +86,19 @@ class Ingest(Construct):
                 report_batch_item_failures=True,
             )
         )
-        # Read the documents (any version), nothing else of the bucket.
+        # Read the documents (any version, either key form), nothing else of the bucket.
         self.function.add_to_role_policy(
             iam.PolicyStatement(
                 actions=["s3:GetObject", "s3:GetObjectVersion"],
-                resources=[self.bucket.arn_for_objects(f"{DOCUMENTS_PREFIX}*")],
+                resources=[self.bucket.arn_for_objects(f"{prefix}*") for prefix in DOCUMENT_PREFIXES],
             )
         )
-        acknowledge(
-            self.function.role,
-            f"AwsSolutions-IAM5[Resource::<{logical_id(self.bucket)}.Arn>/{DOCUMENTS_PREFIX}*]",
-            "the documents are any objects under projects/ (keys are data); read-only, this bucket only",
-        )
+        for prefix in DOCUMENT_PREFIXES:
+            acknowledge(
+                self.function.role,
+                f"AwsSolutions-IAM5[Resource::<{logical_id(self.bucket)}.Arn>/{prefix}*]",
+                f"the documents are any objects under {prefix} (keys are data, the tenant and project are in them); "
+                "read-only, this bucket only",
+            )
         # Without ListBucket, S3 answers 403 (not 404) for a deleted key, and deletions would never apply.
         self.function.add_to_role_policy(iam.PolicyStatement(actions=["s3:ListBucket"], resources=[self.bucket.bucket_arn]))

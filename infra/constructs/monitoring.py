@@ -9,6 +9,7 @@ from aws_cdk import aws_cloudwatch_actions as cw_actions
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
 from aws_cdk import aws_sqs as sqs
@@ -20,6 +21,21 @@ from infra.config import StageConfig
 PERIOD = cdk.Duration.minutes(5)
 
 
+def dead_letter_runbook(dead_letter_queue: sqs.IQueue, ingest_logs: logs.ILogGroup) -> str:
+    """What the operator does when the DLQ alarm fires, with this stack's names filled in (infra/README.md has more)."""
+    dlq = dead_letter_queue.queue_arn
+    return "\n".join(
+        [
+            "Ingest messages are in the DLQ: these S3 changes failed every retry and are not in the database.",
+            f"1) Find the error: aws logs tail {ingest_logs.log_group_name} --since 6h --filter-pattern ERROR",
+            "2) Fix the cause (code, a file, the database, a quota).",
+            f"3) Redrive to the ingest queue: aws sqs start-message-move-task --source-arn {dlq}",
+            f"   and watch it: aws sqs list-message-move-tasks --source-arn {dlq}",
+            "Runbook: infra/README.md, 'When the DLQ alarm fires'.",
+        ]
+    )
+
+
 class Monitoring(Construct):
     def __init__(
         self,
@@ -29,6 +45,7 @@ class Monitoring(Construct):
         config: StageConfig,
         functions: dict[str, lambda_.IFunction],
         dead_letter_queue: sqs.IQueue,
+        ingest_logs: logs.ILogGroup,
         state_machine: sfn.IStateMachine,
         apis: dict[str, apigwv2.HttpApi],
     ) -> None:
@@ -64,7 +81,8 @@ class Monitoring(Construct):
             return created
 
         dlq_depth = dead_letter_queue.metric_approximate_number_of_messages_visible(period=PERIOD, statistic="Maximum")
-        alarm("DeadLetters", dlq_depth, 1, "Ingest messages parked in the DLQ: inspect, fix, redrive")
+        # Any message in the DLQ (ApproximateNumberOfMessagesVisible >= 1, i.e. > 0); the description is the runbook.
+        self.dead_letters = alarm("DeadLetters", dlq_depth, 1, dead_letter_runbook(dead_letter_queue, ingest_logs))
         for name, function in functions.items():
             alarm(f"{name}Errors", function.metric_errors(period=PERIOD), 1, f"{name} Lambda raised errors")
             alarm(f"{name}Throttles", function.metric_throttles(period=PERIOD), 1, f"{name} Lambda was throttled")

@@ -42,6 +42,18 @@ class Settings(BaseSettings):
         default=None, description="postgresql://user@host:port/db without a password: IAM authentication (RDS Proxy)."
     )
     migrations_dir: Path = REPO_ROOT / "sql"
+    database_pool_size: int = Field(
+        default=4, ge=1, description="connections a process may hold (a Lambda uses one: one event at a time)"
+    )
+    database_pool_timeout_seconds: float = Field(
+        default=10.0, gt=0, description="how long a borrower waits for a connection before the request fails"
+    )
+    api_statement_timeout_ms: int = Field(
+        default=10_000, ge=100, description="bound on each statement of an API request (API Gateway allows 30 s)"
+    )
+    write_statement_timeout_ms: int = Field(
+        default=120_000, ge=1000, description="bound on each statement of an ingest or backfill write"
+    )
 
     # --- tenancy --------------------------------------------------------------
     default_tenant: str = "default"

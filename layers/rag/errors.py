@@ -12,8 +12,47 @@ class ParseError(RagError):
 
 
 class InvalidObjectKey(RagError):
-    """The S3 key does not follow ``projects/<project_id>/.../<file>``."""
+    """The S3 key follows neither ``tenants/<tenant_id>/projects/<project_id>/.../<file>`` nor ``projects/<project_id>/.../<file>``."""
 
 
 class EmbeddingError(RagError):
     """The embedding provider failed after its retries (transient: the message is retried)."""
+
+
+class TransientError(RagError):
+    """Something outside the input failed (database, S3, a provider): the same work can succeed later."""
+
+
+# SQLSTATE classes of errors that say nothing about the input: connection lost (08), deadlock or
+# serialization failure (40), out of resources (53), a lock not available (55), shutdown or a
+# statement timeout (57), system errors (58, XX); and a schema or privilege out of step with the
+# code (42), which a deploy fixes and a redrive then completes.
+_TRANSIENT_SQLSTATE_CLASSES = ("08", "40", "42", "53", "55", "57", "58", "XX")
+_TRANSIENT_SQLSTATES = ("25P03",)  # idle_in_transaction_session_timeout ended the session
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Whether retrying the same work later can succeed.
+
+    Transient: the database unreachable or restarting (a pool timeout included), timeouts,
+    deadlocks, S3 or a provider throttling or failing. Everything else, above all a value
+    PostgreSQL refuses (bad encoding, NUL, a number out of range: SQLSTATE classes 22, 23, 54)
+    or a file the parser cannot read, fails the same way every time and is recorded as a
+    ``failed`` document instead.
+    """
+    if isinstance(exc, (TransientError, EmbeddingError)):
+        return True
+    import psycopg
+
+    if isinstance(exc, psycopg.Error):
+        sqlstate = exc.sqlstate
+        if sqlstate is None:  # raised by the client: a lost connection, or a value it cannot send
+            return isinstance(exc, psycopg.OperationalError)
+        return sqlstate[:2] in _TRANSIENT_SQLSTATE_CLASSES or sqlstate in _TRANSIENT_SQLSTATES
+    try:
+        from botocore.exceptions import BotoCoreError, ClientError
+    except ImportError:  # pragma: no cover - botocore is in every runtime this runs in
+        return isinstance(exc, (ConnectionError, TimeoutError))
+    # An S3 or AWS error is about the environment (throttling, an outage, a missing permission), not
+    # the file: retried, and parked in the DLQ if it persists, to be redriven once fixed.
+    return isinstance(exc, (ClientError, BotoCoreError, ConnectionError, TimeoutError))

@@ -22,7 +22,7 @@ from rag.errors import InvalidObjectKey
 Action = Literal["created", "removed"]
 EventShape = Literal["sqs", "s3", "eventbridge"]
 
-PROJECT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")  # tenant and project ids
 EVENTBRIDGE_ACTIONS: dict[str, Action] = {"Object Created": "created", "Object Deleted": "removed"}
 
 
@@ -116,13 +116,36 @@ def changes_from_event(event: dict[str, Any]) -> list[ObjectChange]:
     raise UnsupportedEvent("an SQS batch must be processed record by record")
 
 
-def project_from_key(key: str) -> str:
-    """``projects/<project_id>/<any path>/<file>`` -> project_id; InvalidObjectKey otherwise."""
+@dataclass(frozen=True)
+class ObjectLocation:
+    """Who owns an object, read from where it was written (the ingest contract)."""
+
+    tenant_id: str
+    project_id: str
+
+
+def location_from_key(key: str, default_tenant: str) -> ObjectLocation:
+    """``tenants/<tenant_id>/projects/<project_id>/.../<file>``, or ``projects/<project_id>/.../<file>``
+    for the deployment's default tenant; InvalidObjectKey otherwise.
+
+    The key is the only source of the tenant: writers are granted their tenant's prefix, so the
+    location is what the deployment vouches for, while metadata is whatever the writer says.
+    """
     parts = key.split("/")
+    tenant_id = default_tenant
+    if parts[0] == "tenants" and len(parts) >= 3:
+        tenant_id, parts = parts[1], parts[2:]
+        _check_id(key, "tenant", tenant_id)
     if len(parts) < 3 or parts[0] != "projects" or not parts[-1]:
-        raise InvalidObjectKey(f"object key {key!r} is not of the form projects/<project_id>/.../<file>; not ingested")
-    if not PROJECT_ID.match(parts[1]):
         raise InvalidObjectKey(
-            f"object key {key!r}: project id {parts[1]!r} must be 1-128 letters, digits, '.', '_' or '-'; not ingested"
+            f"object key {key!r} is not of the form [tenants/<tenant_id>/]projects/<project_id>/.../<file>; not ingested"
         )
-    return parts[1]
+    _check_id(key, "project", parts[1])
+    return ObjectLocation(tenant_id=tenant_id, project_id=parts[1])
+
+
+def _check_id(key: str, what: str, value: str) -> None:
+    if not ID_PATTERN.match(value):
+        raise InvalidObjectKey(
+            f"object key {key!r}: {what} id {value!r} must be 1-128 letters, digits, '.', '_' or '-'; not ingested"
+        )

@@ -1,12 +1,17 @@
 """Ingest one object change: fetch -> parse -> chunk -> embed -> write, idempotently.
 
+- The tenant and project come from the object's key (``rag.events.location_from_key``), never
+  from its metadata, and a stored document never changes tenant.
 - The sha256 of the content makes a redelivered event (or a re-upload of the same
   bytes) a no-op; changed content replaces the document's rows in one transaction.
-- The object is always read as it is *now*, so events arriving out of order converge
-  on the latest state: a stale "created" re-reads the newest bytes, a "removed" for a
-  key that exists again is ignored.
-- Unparseable files become ``failed`` documents with a readable error (not retried);
-  transient failures (S3, database, embedding provider) raise so the message is retried.
+- The database ends at the object's latest version whatever order events arrive in: every
+  write takes a per-key lock and, inside that transaction, checks with S3 that what it read
+  is still the object's current version (else a newer event owns the write). A removal
+  likewise deletes rows only if the object is still gone once it holds the lock.
+- Permanent errors (a file that cannot be parsed, a value PostgreSQL refuses) become
+  ``failed`` documents with a readable error; transient ones (database, S3, embedding
+  provider: ``rag.errors.is_transient``) raise, so the message is retried.
+- No connection is held while the content is read, parsed and embedded.
 """
 
 from __future__ import annotations
@@ -15,13 +20,15 @@ import hashlib
 import logging
 import re
 import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import date
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any, Literal
 
-from rag.errors import InvalidObjectKey, ParseError
-from rag.events import ObjectChange, project_from_key
+from rag.errors import InvalidObjectKey, ParseError, is_transient
+from rag.events import ObjectChange, ObjectLocation, location_from_key
 from rag.store import documents as repo
 
 if TYPE_CHECKING:
@@ -32,9 +39,10 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-Outcome = Literal["ingested", "unchanged", "failed", "deleted", "rejected", "skipped"]
+Outcome = Literal["ingested", "unchanged", "failed", "deleted", "rejected", "skipped", "superseded"]
+Connections = Callable[[], AbstractContextManager["psycopg.Connection"]]
 DATE_IN_KEY = re.compile(r"(?<!\d)(\d{4}-\d{2}-\d{2})(?!\d)")
-MAX_OBJECT_BYTES = 50 * 1024 * 1024  # larger files are refused with a clear error, not loaded into memory
+MAX_OBJECT_BYTES = 50 * 1024 * 1024  # larger files are refused from their size, never loaded into memory
 
 
 @dataclass(frozen=True)
@@ -47,11 +55,20 @@ class IngestResult:
     seconds: float = 0.0
 
 
-class Ingestor:
-    """Applies object changes to the database; one per warm Lambda (or worker)."""
+@dataclass(frozen=True)
+class FetchedObject:
+    data: bytes | None  # None: over MAX_OBJECT_BYTES, left unread
+    head: dict[str, Any]  # the GetObject response without its body: VersionId, ETag, Metadata
 
-    def __init__(self, conn: psycopg.Connection, s3_client: Any, embedder: Embedder, settings: Settings):
-        self.conn = conn
+
+class Ingestor:
+    """Applies object changes to the database; one per warm Lambda (or worker).
+
+    ``connections`` lends a connection for one unit of work (``rag.store.connection.connection``).
+    """
+
+    def __init__(self, connections: Connections, s3_client: Any, embedder: Embedder, settings: Settings):
+        self.connections = connections
         self.s3 = s3_client
         self.embedder = embedder
         self.settings = settings
@@ -59,60 +76,82 @@ class Ingestor:
     def apply(self, change: ObjectChange) -> IngestResult:
         started = time.perf_counter()
         try:
-            project_id = project_from_key(change.key)
+            location = location_from_key(change.key, self.settings.default_tenant)
         except InvalidObjectKey as exc:
             return IngestResult("rejected", change.key, error=str(exc))
         if change.action == "removed":
             result = self._remove(change)
         else:
-            result = self._ingest(change, project_id)
+            result = self._ingest(change, location)
         return IngestResult(**{**result.__dict__, "seconds": time.perf_counter() - started})
 
     def _remove(self, change: ObjectChange) -> IngestResult:
-        if self._object_exists(change):
-            return IngestResult("skipped", change.key, error="object exists again; its creation event ingests it")
-        document_id = repo.delete_by_key(self.conn, change.bucket, change.key)
+        with self.connections() as conn, conn.transaction():
+            repo.lock_object(conn, change.bucket, change.key)
+            # Checked under the lock: a creation racing this removal either wrote before (and the
+            # object exists: keep it) or waits for the lock and then finds the object again.
+            if self._current_version(change) is not None:
+                return IngestResult("skipped", change.key, error="object exists again; its creation event ingests it")
+            document_id = repo.delete_by_key(conn, change.bucket, change.key)
         return IngestResult("deleted", change.key, document_id=str(document_id) if document_id else None)
 
-    def _ingest(self, change: ObjectChange, project_id: str) -> IngestResult:
-        obj = self._get_object(change)
-        if obj is None:
+    def _ingest(self, change: ObjectChange, location: ObjectLocation) -> IngestResult:
+        fetched = self._get_object(change)
+        if fetched is None:
             return IngestResult("skipped", change.key, error="object no longer exists; its removal event cleans up")
-        data, head = obj
-        metadata = {k.lower(): v for k, v in head.get("Metadata", {}).items()}
+        metadata = {k.lower(): v for k, v in fetched.head.get("Metadata", {}).items()}
         source = repo.SourceObject(
-            tenant_id=metadata.get("tenant") or self.settings.default_tenant,
-            project_id=project_id,
+            tenant_id=location.tenant_id,
+            project_id=location.project_id,
             bucket=change.bucket,
             key=change.key,
-            version_id=head.get("VersionId"),
-            etag=(head.get("ETag") or "").strip('"') or None,
-            content_sha256=hashlib.sha256(data).hexdigest(),
+            version_id=fetched.head.get("VersionId"),
+            etag=_etag(fetched.head),
+            content_sha256=hashlib.sha256(fetched.data).hexdigest() if fetched.data is not None else None,
         )
-        existing = repo.find_by_key(self.conn, change.bucket, change.key)
+        with self.connections() as conn:
+            existing = repo.find_by_key(conn, change.bucket, change.key)
         if (
             existing is not None
+            and source.content_sha256 is not None
             and existing.content_sha256 == source.content_sha256
             and existing.status != "failed"
-            and existing.tenant_id == source.tenant_id
             and existing.embedding_model == self.embedder.model_id
         ):
-            repo.touch_version(self.conn, existing.id, source)
-            return IngestResult("unchanged", change.key, document_id=str(existing.id), chunks=existing.chunk_count)
+            return self._write(source, lambda conn: _touch(conn, existing, source), "unchanged", existing.chunk_count)
+        fields = repo.DocumentFields(title=metadata.get("title") or PurePosixPath(change.key).stem)
+        try:
+            if fetched.data is None:
+                size = fetched.head.get("ContentLength")
+                raise ParseError(f"file is {size} bytes; the limit is {MAX_OBJECT_BYTES} bytes")
+            fields, parsed, chunks, vectors = self._prepare(change, fetched.data, metadata)
+            return self._write(
+                source,
+                lambda conn: repo.replace_document(
+                    conn, source, fields, parsed, chunks, vectors, self.embedder.model_id,
+                    statement_timeout_ms=self.settings.write_statement_timeout_ms,
+                ),
+                "ingested",
+                len(chunks),
+            )  # fmt: skip
+        except repo.TenantConflict as exc:
+            return IngestResult("rejected", change.key, error=str(exc))
+        except Exception as exc:
+            if is_transient(exc):
+                raise
+            if not isinstance(exc, ParseError):
+                logger.warning("s3://%s/%s failed permanently", change.bucket, change.key, exc_info=True)
+            error = describe_failure(exc)
+        result = self._write(source, lambda conn: repo.record_failure(conn, source, fields, error), "failed", 0)
+        return IngestResult(**{**result.__dict__, "error": error}) if result.outcome == "failed" else result
 
+    def _prepare(self, change: ObjectChange, data: bytes, metadata: dict[str, str]) -> tuple[Any, Any, Any, Any]:
+        """Parse, chunk and embed: everything that needs no database."""
         from rag.chunking import chunk_document
         from rag.parsing import parse_document
 
-        fields = repo.DocumentFields(title=metadata.get("title") or PurePosixPath(change.key).stem)
-        try:
-            if len(data) > MAX_OBJECT_BYTES:
-                raise ParseError(f"file is {len(data)} bytes; the limit is {MAX_OBJECT_BYTES} bytes")
-            fields = document_fields(change.key, metadata)
-            parsed = parse_document(data, PurePosixPath(change.key).name)
-        except ParseError as exc:
-            document_id = repo.record_failure(self.conn, source, fields, str(exc))
-            return IngestResult("failed", change.key, document_id=str(document_id), error=str(exc))
-
+        fields = document_fields(change.key, metadata)
+        parsed = parse_document(data, PurePosixPath(change.key).name)
         fields = repo.DocumentFields(
             title=fields.title or parsed.title or PurePosixPath(change.key).stem,
             meeting_date=fields.meeting_date or parsed.meeting_date,
@@ -125,28 +164,74 @@ class Ingestor:
             overlap_tokens=self.settings.chunk_overlap_tokens,
         )
         vectors = self.embedder.embed([chunk.text for chunk in chunks])
-        document_id = repo.replace_document(
-            self.conn, source, fields, parsed, chunks, vectors, self.embedder.model_id
-        )
-        return IngestResult("ingested", change.key, document_id=str(document_id), chunks=len(chunks))
+        return fields, parsed, chunks, vectors
 
-    def _get_object(self, change: ObjectChange) -> tuple[bytes, dict[str, Any]] | None:
+    def _write(
+        self, source: repo.SourceObject, write: Callable[[psycopg.Connection], Any], outcome: Outcome, chunks: int
+    ) -> IngestResult:
+        """Run ``write`` under the object's lock, if what was read is still the object's current version."""
+        with self.connections() as conn, conn.transaction():
+            repo.lock_object(conn, source.bucket, source.key)
+            current = self._current_version(ObjectChange("created", source.bucket, source.key))
+            if current is None or not _same_version(current, source):
+                return IngestResult(
+                    "superseded", source.key, error="the object changed or went while this event was handled; "
+                    "the event of its newer state writes it"
+                )  # fmt: skip
+            document_id = write(conn)
+        return IngestResult(outcome, source.key, document_id=str(document_id), chunks=chunks)
+
+    def _get_object(self, change: ObjectChange) -> FetchedObject | None:
+        """The object as it is now (None if gone); a file over the limit is refused from its size, unread."""
         try:
             response = self.s3.get_object(Bucket=change.bucket, Key=change.key)
         except self.s3.exceptions.NoSuchKey:
             return None
-        return response["Body"].read(), response
+        body = response.pop("Body")
+        if (response.get("ContentLength") or 0) > MAX_OBJECT_BYTES:
+            body.close()
+            return FetchedObject(None, response)
+        return FetchedObject(body.read(), response)
 
-    def _object_exists(self, change: ObjectChange) -> bool:
+    def _current_version(self, change: ObjectChange) -> dict[str, Any] | None:
+        """The object's current HEAD (version id, ETag), or None when it is gone (deleted, or a delete marker)."""
         from botocore.exceptions import ClientError
 
         try:
-            self.s3.head_object(Bucket=change.bucket, Key=change.key)
+            return self.s3.head_object(Bucket=change.bucket, Key=change.key)  # type: ignore[no-any-return]
         except ClientError as exc:
             if exc.response.get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound"):
-                return False
+                return None
             raise
-        return True
+
+
+def _etag(head: dict[str, Any]) -> str | None:
+    return (head.get("ETag") or "").strip('"') or None
+
+
+def _same_version(current: dict[str, Any], source: repo.SourceObject) -> bool:
+    """Versioned buckets compare version ids; unversioned ones the ETag (same bytes, same ETag)."""
+    version = current.get("VersionId")
+    if version and version != "null" and source.version_id:
+        return bool(version == source.version_id)
+    return _etag(current) == source.etag
+
+
+def _touch(conn: psycopg.Connection, existing: repo.StoredDocument, source: repo.SourceObject) -> Any:
+    repo.touch_version(conn, existing.id, source)
+    return existing.id
+
+
+def describe_failure(exc: BaseException) -> str:
+    """A readable one-line error for ``documents.error``: what failed, not a traceback."""
+    if isinstance(exc, ParseError):
+        return str(exc)
+    import psycopg
+
+    if isinstance(exc, psycopg.Error):
+        detail = exc.diag.message_primary or str(exc)
+        return f"the database refused a value of this file ({exc.sqlstate or type(exc).__name__}): {detail}"
+    return f"unexpected {type(exc).__name__} while processing this file: {exc}"
 
 
 def document_fields(key: str, metadata: dict[str, str]) -> repo.DocumentFields:
@@ -172,9 +257,9 @@ def _speakers(parsed: Any) -> list[str]:
 
 
 def build_ingestor(settings: Settings) -> Ingestor:
-    """An Ingestor on the process-wide connection, S3 client and embedder (all reused while warm)."""
+    """An Ingestor on the process's connection pool, S3 client and embedder (all reused while warm)."""
     from rag.aws import s3_client
     from rag.embedding import get_embedder
-    from rag.store.connection import get_connection
+    from rag.store.connection import connection
 
-    return Ingestor(get_connection(settings), s3_client(settings), get_embedder(settings), settings)
+    return Ingestor(lambda: connection(settings), s3_client(settings), get_embedder(settings), settings)

@@ -150,10 +150,10 @@ def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
     from tqdm import tqdm
 
     from rag.aws import s3_client
-    from rag.events import PROJECT_ID
+    from rag.events import ID_PATTERN
     from rag.store.connection import connect, resolve_database_url
 
-    if not PROJECT_ID.match(args.project):
+    if not ID_PATTERN.match(args.project):
         return _fail(f"project id {args.project!r} must be 1-128 letters, digits, '.', '_' or '-'")
     if _services_pid(settings) is None:
         return _fail("local services are not running: run `rag up` first")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import threading
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -25,9 +26,22 @@ def load_handler_module(name: str) -> ModuleType:
         raise FileNotFoundError(f"no Lambda handler at {path}")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
+    # One lock per function: like one warm Lambda container, it handles one event at a time.
+    # Powertools' resolver keeps the current event in class state, so two requests resolved
+    # side by side in one process would read each other's event (and tenant).
+    container = threading.RLock()  # re-entrant: a handler may call its module's other handlers
     for attribute in [n for n in vars(module) if n.endswith("_handler") and callable(getattr(module, n))]:
-        setattr(module, attribute, _dropping_unpublished_metrics(getattr(module, attribute)))
+        setattr(module, attribute, _one_at_a_time(container, _dropping_unpublished_metrics(getattr(module, attribute))))
     return module
+
+
+def _one_at_a_time(lock: threading.RLock, handler: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(handler)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        with lock:
+            return handler(*args, **kwargs)
+
+    return call
 
 
 def _dropping_unpublished_metrics(handler: Callable[..., Any]) -> Callable[..., Any]:

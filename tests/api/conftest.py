@@ -19,7 +19,10 @@ BUCKET = "api-test"
 
 @pytest.fixture(scope="module")
 def corpus(database_url, local_embedder) -> dict[str, str]:
-    """Examples for tenant 'acme' (project 'remote') and one meeting for tenant 'globex'; key -> document id."""
+    """Examples for tenant 'acme' (project 'remote') and one meeting for tenant 'globex'.
+
+    Returns ``projects/remote/<file>`` (the key under ``tenants/<tenant>/``) -> document id.
+    """
     from rag.aws import _client
     from rag.config import get_settings
     from rag.events import ObjectChange
@@ -33,17 +36,18 @@ def corpus(database_url, local_embedder) -> dict[str, str]:
         _client.cache_clear()
         s3 = boto3.client("s3", region_name="us-east-1")
         s3.create_bucket(Bucket=BUCKET)
-        uploads = [(f"projects/remote/{p.name}", p.read_bytes(), "acme") for p in sorted(EXAMPLES.iterdir())]
+        # The tenant is the key's: tenants/<tenant>/projects/<project>/...
+        uploads = [(f"tenants/acme/projects/remote/{p.name}", p.read_bytes()) for p in sorted(EXAMPLES.iterdir())]
         uploads.append(
-            ("projects/remote/globex-secret.txt", b"Zed: The globex zanzibar budget is secret.\nYves: Agreed, zanzibar stays internal.", "globex")
+            ("tenants/globex/projects/remote/globex-secret.txt", b"Zed: The globex zanzibar budget is secret.\nYves: Agreed, zanzibar stays internal.")
         )
-        for key, data, tenant in uploads:
-            s3.put_object(Bucket=BUCKET, Key=key, Body=data, Metadata={"tenant": tenant})
+        for key, data in uploads:
+            s3.put_object(Bucket=BUCKET, Key=key, Body=data)
         ingestor = build_ingestor(get_settings())
-        for key, _, _ in uploads:
+        for key, _ in uploads:
             result = ingestor.apply(ObjectChange("created", BUCKET, key))
             assert result.outcome == "ingested", result
-            ids[key] = result.document_id
+            ids[key.split("/", 2)[2]] = result.document_id  # keyed by the path under the tenant's prefix
         _client.cache_clear()
     return ids
 

@@ -24,7 +24,7 @@ def test_search_returns_the_contract_shape(corpus):
     first = body["results"][0]
     assert set(first) == RESULT_FIELDS
     assert first["type"] == "chunk" and first["project_id"] == "remote"
-    assert first["source"]["uri"].startswith("s3://api-test/projects/remote/")
+    assert first["source"]["uri"].startswith("s3://api-test/tenants/acme/projects/remote/")
     assert -1.0 <= first["similarity"] <= 1.0
     scores = [r["score"] for r in body["results"]]
     assert scores == sorted(scores, reverse=True)
@@ -58,7 +58,7 @@ def test_filters_narrow_the_results(corpus):
     assert by_date["results"] and {r["metadata"]["meeting_date"] for r in by_date["results"]} == {"2026-11-09"}
     by_speaker = call("POST", "/v1/search", {"query": "battery", "filters": {"speakers": ["Ravi"]}, "top_k": 10})[1]
     assert by_speaker["results"] and all("Ravi" in r["speakers"] for r in by_speaker["results"])
-    by_prefix = call("POST", "/v1/search", {"query": "battery", "filters": {"source_prefix": "projects/remote/remote-"}})[1]
+    by_prefix = call("POST", "/v1/search", {"query": "battery", "filters": {"source_prefix": "tenants/acme/projects/remote/remote-"}})[1]
     assert {r["source"]["uri"].rsplit("/", 1)[1] for r in by_prefix["results"]} == {"remote-control-spec.md"}
     one_doc = corpus["projects/remote/2026-11-02-battery-review.txt"]
     by_doc = call("POST", "/v1/search", {"query": "battery", "document_ids": [one_doc]})[1]

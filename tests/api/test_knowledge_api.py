@@ -32,7 +32,7 @@ def test_search_returns_a_knowledge_type_with_its_fields(knowledge, type_name, q
     assert set(top) == RESULT_FIELDS and top["type"] == type_name
     assert {k: top["metadata"][k] for k in fields} == fields
     assert top["id"] == str(knowledge[top["metadata"].get("summary") or top["content"]])
-    assert top["source"]["uri"].startswith("s3://api-test/projects/remote/2026-11-0")
+    assert top["source"]["uri"].startswith("s3://api-test/tenants/acme/projects/remote/2026-11-0")
     assert {r["type"] for r in body["results"]} == {type_name} and {r["project_id"] for r in body["results"]} == {"remote"}
 
 
@@ -92,7 +92,7 @@ def test_tasks_list_soonest_due_first(knowledge, corpus):
     assert set(first) == TASK_FIELDS
     assert (first["assignee"], first["due_date"], first["status"], first["project_id"]) == ("Jonas", "2026-11-06", "open", "remote")
     assert first["document_id"] == corpus["projects/remote/2026-11-02-battery-review.txt"]
-    assert first["source"]["uri"] == "s3://api-test/projects/remote/2026-11-02-battery-review.txt"
+    assert first["source"]["uri"] == "s3://api-test/tenants/acme/projects/remote/2026-11-02-battery-review.txt"
     assert (first["start_turn"], first["end_turn"], first["meeting_date"]) == (12, 12, "2026-11-02")
     assert first["id"] == str(knowledge[first["description"]])
 

@@ -32,11 +32,11 @@ def test_bad_input_is_a_clear_error(handler_module, batch_size, database_url):
 
 def test_an_unreachable_database_is_a_transient_error(handler_module, monkeypatch):
     from rag.config import get_settings
-    from rag.store.connection import close_connection
+    from rag.store.connection import close_pool
 
-    close_connection()
+    close_pool()
     monkeypatch.setenv("DATABASE_URL", "postgresql://postgres@127.0.0.1:1/nowhere?connect_timeout=2")
     get_settings.cache_clear()
     with pytest.raises(TransientError, match="database unavailable"):
         handler_module.extract_handler({"batch_size": 2}, LocalContext())
-    close_connection()
+    close_pool()

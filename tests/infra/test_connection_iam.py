@@ -87,7 +87,7 @@ def iam_role(database_url: str) -> Iterator[str]:
     with psycopg.connect(database_url, autocommit=True) as admin:
         admin.execute(f'CREATE ROLE "{name}" LOGIN')
     yield name
-    connection.close_connection()
+    connection.close_pool()
     with psycopg.connect(database_url, autocommit=True) as admin:
         admin.execute(f'DROP ROLE IF EXISTS "{name}"')
 
@@ -102,12 +102,12 @@ def test_a_function_configured_for_iam_connects_as_the_named_user_with_the_token
         IAM_URL_ENV, f"postgresql://{iam_role}@{server.get('host', '127.0.0.1')}:{server.get('port', 5432)}/{server['dbname']}?sslmode=disable"
     )
     get_settings.cache_clear()
-    connection.close_connection()
+    connection.close_pool()
 
     # WHEN the library opens its connection
-    conn = connection.get_connection(get_settings())
-
-    # THEN it is that user's session, and the password it presented was a fresh IAM token
-    assert conn.execute("SELECT current_user").fetchone() == (iam_role,)
-    assert conn.info.password.startswith(f"{server.get('host', '127.0.0.1')}:{server.get('port', 5432)}/?Action=connect")
-    assert f"DBUser={iam_role}" in conn.info.password
+    with connection.connection(get_settings()) as conn:
+        # THEN it is that user's session, and the password it presented was a fresh IAM token
+        assert conn.execute("SELECT current_user").fetchone() == (iam_role,)
+        password = conn.info.password
+    assert password.startswith(f"{server.get('host', '127.0.0.1')}:{server.get('port', 5432)}/?Action=connect")
+    assert f"DBUser={iam_role}" in password

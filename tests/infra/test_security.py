@@ -80,18 +80,20 @@ def test_queues_are_encrypted_tls_only_with_a_dead_letter_queue(stage: Synthesiz
         assert any(s["Effect"] == "Deny" and s["Condition"] == {"Bool": {"aws:SecureTransport": "false"}} for s in document)
 
 
-def test_bucket_notifies_the_queue_of_created_and_removed_documents(stage: Synthesized) -> None:
-    stage.template.has_resource_properties(
-        "Custom::S3BucketNotifications",
-        {
-            "NotificationConfiguration": {
-                "QueueConfigurations": [
-                    Match.object_like({"Events": [event], "Filter": {"Key": {"FilterRules": [{"Name": "prefix", "Value": "projects/"}]}}})
-                    for event in ("s3:ObjectCreated:*", "s3:ObjectRemoved:*")
-                ]
-            }
-        },
+def test_bucket_notifies_the_queue_of_created_and_removed_documents_under_both_key_forms(stage: Synthesized) -> None:
+    # tenants/<tenant>/projects/<project>/... and projects/<project>/... (the default tenant), nothing else of the bucket
+    notifications = stage.resource("Custom::S3BucketNotifications")["Properties"]["NotificationConfiguration"]
+    queue = next(name for name, q in stage.resources("AWS::SQS::Queue").items() if "RedrivePolicy" in q["Properties"])
+    configured = sorted(
+        (c["Events"][0], c["Filter"]["Key"]["FilterRules"][0]["Value"], c["QueueArn"]["Fn::GetAtt"][0])
+        for c in notifications["QueueConfigurations"]
+        if len(c["Events"]) == 1 and len(c["Filter"]["Key"]["FilterRules"]) == 1
     )
+    assert len(configured) == len(notifications["QueueConfigurations"]) == 4
+    assert configured == sorted(
+        (event, prefix, queue) for event in ("s3:ObjectCreated:*", "s3:ObjectRemoved:*") for prefix in ("projects/", "tenants/")
+    )
+    assert all(c["Filter"]["Key"]["FilterRules"][0]["Name"] == "prefix" for c in notifications["QueueConfigurations"])
 
 
 def test_ingest_event_source_bounds_concurrency_and_reports_partial_failures(stage: Synthesized) -> None:
@@ -102,19 +104,50 @@ def test_ingest_event_source_bounds_concurrency_and_reports_partial_failures(sta
     assert mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
 
 
-def test_ingest_reads_only_documents_and_may_list_the_bucket_for_deletions(stage: Synthesized) -> None:
+def test_ingest_reads_only_documents_of_both_key_forms_and_may_list_the_bucket_for_deletions(stage: Synthesized) -> None:
     ingest_policy = next(
         p["Properties"]["PolicyDocument"]["Statement"]
         for name, p in stage.resources("AWS::IAM::Policy").items()
         if name.startswith("IngestFunctionRole")
     )
     s3_statements = [s for s in ingest_policy if any(a.startswith("s3:") for a in as_list(s["Action"]))]
-    by_action = {tuple(as_list(s["Action"])): resolve_strings(s["Resource"]) for s in s3_statements}
     documents_bucket = next(name for name, b in stage.resources("AWS::S3::Bucket").items() if "LoggingConfiguration" in b["Properties"])
+    by_action = {tuple(as_list(s["Action"])): sorted(resolve_strings(r) for r in as_list(s["Resource"])) for s in s3_statements}
     assert by_action == {
-        ("s3:GetObject", "s3:GetObjectVersion"): f"<{documents_bucket}>/projects/*",
-        ("s3:ListBucket",): f"<{documents_bucket}>",  # else S3 answers 403 for a deleted key, not 404
+        ("s3:GetObject", "s3:GetObjectVersion"): [f"<{documents_bucket}>/projects/*", f"<{documents_bucket}>/tenants/*"],
+        ("s3:ListBucket",): [f"<{documents_bucket}>"],  # else S3 answers 403 for a deleted key, not 404
     }
+    ingest = function_named(stage, "handler.lambda_handler", "S3 changes")
+    assert ingest["Environment"]["Variables"]["RAG_DEFAULT_TENANT"] == stage.config.default_tenant  # owner of projects/
+
+
+def test_ingest_may_push_back_a_failing_message_on_its_own_queue(stage: Synthesized) -> None:
+    # The handler backs off transient errors with ChangeMessageVisibility on the message, then reports it failed.
+    queues = stage.resources("AWS::SQS::Queue")
+    changes = next(name for name, q in queues.items() if "RedrivePolicy" in q["Properties"])
+    granted = [
+        resolve_strings(statement["Resource"])
+        for name, statement in statements(stage)
+        if name.startswith("IngestFunctionRole") and "sqs:ChangeMessageVisibility" in as_list(statement["Action"])
+    ]
+    assert granted == [f"<{changes}>"]  # the ingest queue, not the DLQ
+    assert not [
+        name
+        for name, statement in statements(stage)
+        if "sqs:ChangeMessageVisibility" in as_list(statement["Action"]) and not name.startswith("IngestFunctionRole")
+    ]
+
+
+def test_ingest_retries_outlast_a_five_minute_database_outage(stage: Synthesized) -> None:
+    # A message is delivered maxReceiveCount times; SQS moves it to the DLQ on the next receive. The attempts after
+    # the first wait at least one backoff each (the handler's ChangeMessageVisibility, or the visibility timeout
+    # if the function itself failed), so a 5-minute outage needs 4 waits adding up to more than 300 s:
+    # the handler's 30, 60, 120, 240 s = 450 s, or 4 x 720 s = 48 min without the handler's backoff.
+    main = next(q["Properties"] for q in stage.resources("AWS::SQS::Queue").values() if "RedrivePolicy" in q["Properties"])
+    receives = main["RedrivePolicy"]["maxReceiveCount"]
+    assert receives >= 5
+    assert sum(min(30 * 2**attempt, main["VisibilityTimeout"]) for attempt in range(receives - 1)) > 300
+    assert (receives - 1) * main["VisibilityTimeout"] > 300
 
 
 # --- database -------------------------------------------------------------------------------------
@@ -315,6 +348,27 @@ def test_alarms_cover_dlq_errors_throttles_backfill_and_api_and_notify_the_topic
     assert stage.resource("AWS::SNS::Topic")["Properties"]["KmsMasterKeyId"]
     assert stage.resource("AWS::KMS::Key")["Properties"]["EnableKeyRotation"] is True
     assert len(stage.resources("AWS::CloudWatch::Dashboard")) == 1
+
+
+def test_the_dead_letter_alarm_notifies_the_topic_with_the_redrive_runbook(stage: Synthesized) -> None:
+    dlq = next(name for name, q in stage.resources("AWS::SQS::Queue").items() if "RedrivePolicy" not in q["Properties"])
+    topic = next(iter(stage.resources("AWS::SNS::Topic")))
+    (alarm,) = [
+        a["Properties"]
+        for a in stage.resources("AWS::CloudWatch::Alarm").values()
+        if a["Properties"].get("Dimensions") == [{"Name": "QueueName", "Value": {"Fn::GetAtt": [dlq, "QueueName"]}}]
+    ]
+    assert (alarm["Namespace"], alarm["MetricName"], alarm["Statistic"]) == ("AWS/SQS", "ApproximateNumberOfMessagesVisible", "Maximum")
+    assert (alarm["ComparisonOperator"], alarm["Threshold"]) == ("GreaterThanOrEqualToThreshold", 1)  # any message
+    assert alarm["AlarmActions"] == [{"Ref": topic}]
+    runbook = resolve_strings(alarm["AlarmDescription"])
+    logs = next(name for name in stage.resources("AWS::Logs::LogGroup") if name.startswith("IngestFunctionLogs"))
+    assert f"aws logs tail <{logs}>" in runbook
+    assert f"aws sqs start-message-move-task --source-arn <{dlq}>" in runbook
+    assert f"aws sqs list-message-move-tasks --source-arn <{dlq}>" in runbook
+    assert len(runbook) < 1024 - 2 * 100  # CloudWatch's limit, with room for the ARN and the log group's name
+    assert stage.data["Outputs"]["DeadLetterQueueArn"]["Value"] == {"Fn::GetAtt": [dlq, "Arn"]}
+    assert stage.data["Outputs"]["DeadLetterQueueUrl"]["Value"] == {"Ref": dlq}
 
 
 def test_migrations_run_after_the_database_and_before_the_functions(stage: Synthesized) -> None:

@@ -19,7 +19,10 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 def test_every_stage_synthesizes_with_its_outputs(synthesized: dict[str, Synthesized]) -> None:
     assert set(synthesized) == set(STAGES) == {"dev", "prod"}
     for result in synthesized.values():
-        assert {"BucketName", "ApiUrl", "ServiceApiUrl", "StateMachineArn", "AlarmTopicArn"} <= set(result.data["Outputs"])
+        assert {
+            "BucketName", "ApiUrl", "ServiceApiUrl", "StateMachineArn", "AlarmTopicArn",
+            "DeadLetterQueueArn", "DeadLetterQueueUrl", "IngestLogGroupName",
+        } <= set(result.data["Outputs"])  # fmt: skip
         assert result.stack.stack_name == f"MeetingRag-{result.stage}"
 
 
@@ -52,6 +55,9 @@ def test_context_overrides_are_typed() -> None:
     assert config.ingest_max_concurrency == 7
     assert config.backfill_schedule_enabled is True
     assert config.cors_origins == ("https://a.example", "https://b.example")
+    uploaders = stage_config("dev", {"tenant_uploaders": '{"acme": "arn:aws:iam::123456789012:role/acme-sync"}'}).tenant_uploaders
+    assert uploaders == {"acme": "arn:aws:iam::123456789012:role/acme-sync"}
+    assert stage_config("dev").tenant_uploaders == {} and stage_config("prod").tenant_uploaders == {}
 
 
 @pytest.mark.parametrize(
@@ -63,6 +69,11 @@ def test_context_overrides_are_typed() -> None:
         ({"jwt_issuer": "http://insecure.example"}, "https"),
         ({"cors_origins": "*"}, "cors_origins"),
         ({"backfill_schedule_enabled": "yes"}, "true or false"),
+        ({"ingest_max_receive_count": "0"}, "ingest_max_receive_count"),
+        ({"default_tenant": "a/b"}, "tenant id 'a/b' is not valid"),
+        ({"tenant_uploaders": '{"acme/*": "arn:aws:iam::123456789012:role/sync"}'}, r"tenant id 'acme/\*' is not valid"),
+        ({"tenant_uploaders": '{"acme": "123456789012"}'}, r"tenant_uploaders\['acme'\] must be an IAM role"),
+        ({"tenant_uploaders": '["acme"]'}, "tenant_uploaders must map"),
     ],
 )
 def test_bad_configuration_is_refused_with_the_reason(overrides: dict[str, str], message: str) -> None:

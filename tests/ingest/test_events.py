@@ -11,7 +11,7 @@ from rag.events import (
     changes_from_event,
     changes_from_sqs_body,
     event_shape,
-    project_from_key,
+    location_from_key,
 )
 
 from .events import eventbridge, load, s3_notification, sqs_batch
@@ -60,20 +60,28 @@ def test_event_shapes_are_recognised_and_junk_is_rejected():
 
 
 @pytest.mark.parametrize(
-    ("key", "project"),
+    ("key", "tenant", "project"),
     [
-        ("projects/acme/meetings/2026-11-02.txt", "acme"),
-        ("projects/acme/file.md", "acme"),
-        ("projects/Team_1.x/a/b/c/notes.vtt", "Team_1.x"),
+        ("projects/acme/meetings/2026-11-02.txt", "default", "acme"),
+        ("projects/acme/file.md", "default", "acme"),
+        ("projects/Team_1.x/a/b/c/notes.vtt", "default", "Team_1.x"),
+        ("tenants/globex/projects/acme/meetings/2026-11-02.txt", "globex", "acme"),
+        ("tenants/t-1/projects/p.2/notes.vtt", "t-1", "p.2"),
     ],
 )
-def test_project_comes_from_the_key(key, project):
-    assert project_from_key(key) == project
+def test_tenant_and_project_come_from_the_key(key, tenant, project):
+    location = location_from_key(key, "default")
+    assert (location.tenant_id, location.project_id) == (tenant, project)
 
 
 @pytest.mark.parametrize(
-    "key", ["meetings/2026-11-02.txt", "projects/acme/", "projects/file.txt", "projects/bad id/x.txt", "x"]
-)
+    "key",
+    [
+        "meetings/2026-11-02.txt", "projects/acme/", "projects/file.txt", "projects/bad id/x.txt", "x",
+        "tenants/globex/notes.txt", "tenants/globex/projects/acme/", "tenants/bad id/projects/acme/x.txt",
+        "tenants//projects/acme/x.txt", "tenants/globex/meetings/projects/acme/x.txt",
+    ],
+)  # fmt: skip
 def test_keys_outside_projects_are_rejected_not_guessed(key):
     with pytest.raises(InvalidObjectKey, match="not ingested"):
-        project_from_key(key)
+        location_from_key(key, "default")

@@ -186,12 +186,33 @@ def test_keys_outside_projects_are_rejected_with_a_clear_log_line(s3, handler, d
     assert "projects/<project_id>" in rejected[0]["error"]
 
 
-def test_tenant_comes_from_metadata_and_project_from_the_key(s3, handler, db):
-    key = "projects/blue-team/2026/notes.txt"
-    s3.put_object(Bucket=BUCKET, Key=key, Body=TRANSCRIPT.encode(), Metadata={"tenant": "globex", "title": "Battery review"})
+def test_tenant_and_project_come_from_the_key_never_from_metadata(s3, handler, db):
+    own, default = "tenants/globex/projects/blue-team/2026/notes.txt", "projects/blue-team/2026/other.txt"
+    # Both writers claim another tenant in their metadata: the key decides.
+    s3.put_object(Bucket=BUCKET, Key=own, Body=TRANSCRIPT.encode(), Metadata={"tenant": "acme", "title": "Battery review"})
+    s3.put_object(Bucket=BUCKET, Key=default, Body=TRANSCRIPT.encode(), Metadata={"tenant": "globex"})
+    deliver(handler, s3_notification(BUCKET, own), s3_notification(BUCKET, default))
+    assert db.execute("SELECT object_key, tenant_id, project_id, title FROM documents ORDER BY object_key").fetchall() == [
+        (default, "default", "blue-team", "other"),
+        (own, "globex", "blue-team", "Battery review"),
+    ]
+    assert db.execute("SELECT DISTINCT tenant_id, project_id FROM chunks ORDER BY 1").fetchall() == [
+        ("default", "blue-team"), ("globex", "blue-team"),
+    ]  # fmt: skip
+
+
+def test_a_copy_with_other_metadata_cannot_move_a_document_out_of_its_tenant(s3, handler, db):
+    key = "tenants/globex/projects/blue-team/notes.txt"
+    s3.put_object(Bucket=BUCKET, Key=key, Body=TRANSCRIPT.encode())
     deliver(handler, s3_notification(BUCKET, key))
-    assert db.execute("SELECT tenant_id, project_id, title FROM documents").fetchone() == ("globex", "blue-team", "Battery review")
-    assert db.execute("SELECT DISTINCT tenant_id, project_id FROM chunks").fetchall() == [("globex", "blue-team")]
+    s3.copy_object(
+        Bucket=BUCKET, Key=key, CopySource={"Bucket": BUCKET, "Key": key},
+        Metadata={"tenant": "acme"}, MetadataDirective="REPLACE",
+    )  # fmt: skip
+    deliver(handler, s3_notification(BUCKET, key))
+    assert db.execute("SELECT DISTINCT d.tenant_id, c.tenant_id FROM documents d JOIN chunks c ON c.document_id = d.id").fetchall() == [
+        ("globex", "globex")
+    ]
 
 
 def test_plain_s3_and_eventbridge_events_are_accepted(s3, handler, db):
@@ -208,21 +229,35 @@ def test_plain_s3_and_eventbridge_events_are_accepted(s3, handler, db):
     assert len({row[0] for row in rows(db)}) == 1
 
 
-def test_a_database_that_is_down_fails_the_whole_batch_with_nothing_written(s3, handler, db, monkeypatch):
-    import psycopg
-
+def test_a_database_that_is_down_fails_the_whole_batch_with_backoff_and_nothing_written(s3, handler, db, monkeypatch):
     from rag.config import get_settings
-    from rag.store.connection import close_connection
+    from rag.store.connection import close_pool
 
+    # GIVEN a real queue whose messages come back at once unless someone delays them
+    sqs = boto3.client("sqs", region_name="us-east-1")
+    queue_url = sqs.create_queue(QueueName="ingest-down", Attributes={"VisibilityTimeout": "0"})["QueueUrl"]
+    queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
     s3.put_object(Bucket=BUCKET, Key=KEY, Body=TRANSCRIPT.encode())
-    close_connection()
+    sqs.send_message(QueueUrl=queue_url, MessageBody=json.dumps(s3_notification(BUCKET, KEY)))
+    (message,) = sqs.receive_message(QueueUrl=queue_url, AttributeNames=["All"])["Messages"]
+    event = sqs_batch(message["Body"])
+    event["Records"][0].update(
+        messageId=message["MessageId"], receiptHandle=message["ReceiptHandle"], eventSourceARN=queue_arn,
+        attributes={**event["Records"][0]["attributes"], "ApproximateReceiveCount": "1"},
+    )  # fmt: skip
+    close_pool()
     monkeypatch.setenv("DATABASE_URL", "postgresql://postgres@127.0.0.1:1/nowhere")
+    monkeypatch.setenv("RAG_DATABASE_POOL_TIMEOUT_SECONDS", "1")
     get_settings.cache_clear()
     try:
-        with pytest.raises(psycopg.OperationalError):
-            deliver(handler, s3_notification(BUCKET, KEY))
+        # WHEN the handler gets the batch while the database is down
+        result = handler(event, LocalContext(function_name="ingest"))
     finally:
-        close_connection()
+        close_pool()
         monkeypatch.undo()
         get_settings.cache_clear()
+
+    # THEN every message is reported failed and hidden for the first backoff step, not retried at once
+    assert result == {"batchItemFailures": [{"itemIdentifier": message["MessageId"]}]}
+    assert sqs.receive_message(QueueUrl=queue_url).get("Messages", []) == []
     assert rows(db) == []

@@ -7,8 +7,13 @@ Validation comes from the pydantic models; every error leaves as
 from __future__ import annotations
 
 import json
+import re
+from contextvars import ContextVar
 from typing import Annotated, Any
 from uuid import UUID
+
+import psycopg
+from psycopg_pool import PoolTimeout
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
 from aws_lambda_powertools.event_handler.openapi.exceptions import (
@@ -94,10 +99,48 @@ def _tenant() -> str:
     return tenant_of(app.current_event.raw_event, claim=settings.tenant_claim, iam_tenants=settings.iam_tenants)
 
 
-def _conn() -> Any:
-    from rag.store.connection import get_connection
+class RequestConnection:
+    """The connection of one request: borrowed from the pool on first use, returned when the request ends."""
 
-    return get_connection(get_settings())
+    def __init__(self) -> None:
+        self._borrowed: Any = None
+        self.conn: psycopg.Connection | None = None
+
+    def get(self) -> psycopg.Connection:
+        if self.conn is None:
+            from rag.store.connection import connection
+
+            self._borrowed = connection(get_settings())
+            self.conn = self._borrowed.__enter__()
+        return self.conn
+
+    def release(self) -> None:
+        if self._borrowed is not None:
+            self._borrowed.__exit__(None, None, None)
+        self._borrowed = self.conn = None
+
+
+# Per thread (and per task): requests handled side by side never share a connection.
+_request_connection: ContextVar[RequestConnection] = ContextVar("rag_request_connection")
+
+
+def _conn() -> psycopg.Connection:
+    return _request_connection.get().get()
+
+
+@app.exception_handler(psycopg.errors.QueryCanceled)
+def _timed_out(exc: psycopg.errors.QueryCanceled) -> Response:
+    return error_response(504, "timeout", "the search took longer than its time limit; narrow the query or its scope")
+
+
+@app.exception_handler(psycopg.OperationalError)
+def _database_unavailable(exc: psycopg.OperationalError) -> Response:
+    return error_response(503, "database_unavailable", "the database cannot be reached; retry in a few seconds")
+
+
+@app.exception_handler(PoolTimeout)
+def _no_connection(exc: PoolTimeout) -> Response:
+    return error_response(503, "database_unavailable", "no database connection became free in time; retry")
 
 
 def _search(request: SearchRequest) -> tuple[list[SearchResult], float]:
@@ -230,11 +273,16 @@ def handle(event: dict[str, Any], context: Any) -> dict[str, Any]:
             "body": json.dumps({"error": {"code": problem[0], "message": problem[1]}}),
             "isBase64Encoded": False,
         }
-    return app.resolve(event, context)
+    token = _request_connection.set(RequestConnection())
+    try:
+        return app.resolve(event, context)
+    finally:
+        _request_connection.get().release()
+        _request_connection.reset(token)
 
 
 def _body_problem(event: dict[str, Any]) -> tuple[str, str] | None:
-    """A body that is not UTF-8 JSON text is refused here, before the resolver tries to read it."""
+    """A body that is not UTF-8 JSON text, or nests too deep to parse, is refused here, before the resolver reads it."""
     body = event.get("body")
     if not body:
         return None
@@ -245,7 +293,28 @@ def _body_problem(event: dict[str, Any]) -> tuple[str, str] | None:
         import base64
 
         try:
-            base64.b64decode(body).decode("utf-8")
+            body = base64.b64decode(body).decode("utf-8")
         except (ValueError, UnicodeDecodeError):
             return "invalid_json", "the request body is not UTF-8 JSON"
+    if _nests_deeper_than(body, MAX_JSON_DEPTH):
+        return "invalid_json", f"expected JSON nested at most {MAX_JSON_DEPTH} levels deep"
     return None
+
+
+MAX_JSON_DEPTH = 64  # requests nest 3 levels; Python's json recurses per level and fails near 1,000
+# A whole string literal (its brackets are text; an unclosed one runs to the end), or one bracket.
+_JSON_STRING_OR_BRACKET = re.compile(r'"(?:[^"\\]+|\\.)*"?|[\[\]{}]')
+
+
+def _nests_deeper_than(text: str, limit: int) -> bool:
+    """Whether brackets outside string literals open more than ``limit`` levels at some point (not a full parse)."""
+    depth = 0
+    for match in _JSON_STRING_OR_BRACKET.finditer(text):
+        token = match.group()
+        if token == "[" or token == "{":
+            depth += 1
+            if depth > limit:
+                return True
+        elif token == "]" or token == "}":
+            depth -= 1
+    return False

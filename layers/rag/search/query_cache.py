@@ -6,6 +6,7 @@ Keyed by model and normalized query text, so "What was decided?" and
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
@@ -26,14 +27,16 @@ class QueryEmbeddingCache:
         self.ttl_minutes = ttl_minutes
         self.size = size
         self._lru: OrderedDict[tuple[str, str], Any] = OrderedDict()
+        self._lock = threading.Lock()  # the local API and worker share one process; Lambda does not need it
 
     def vector(self, conn: psycopg.Connection, embedder: Embedder, text: str) -> Any:
         import numpy as np
 
         key = (embedder.model_id, normalize_query(text))
-        if key in self._lru:
-            self._lru.move_to_end(key)
-            return self._lru[key]
+        with self._lock:
+            if key in self._lru:
+                self._lru.move_to_end(key)
+                return self._lru[key]
         row = conn.execute(
             """SELECT embedding FROM query_embedding_cache
                WHERE model = %s AND query = %s AND created_at > now() - make_interval(mins => %s)""",
@@ -48,7 +51,8 @@ class QueryEmbeddingCache:
                    ON CONFLICT (model, query) DO UPDATE SET embedding = EXCLUDED.embedding, created_at = now()""",
                 (key[0], key[1], vector),
             )
-        self._lru[key] = vector
-        if len(self._lru) > self.size:
-            self._lru.popitem(last=False)
+        with self._lock:
+            self._lru[key] = vector
+            if len(self._lru) > self.size:
+                self._lru.popitem(last=False)
         return vector

@@ -55,7 +55,7 @@ def run_search(
     hits_by_type = search_types(
         conn, specs, scope, mode=request.mode, query=text, query_vector=vector, model_id=embedder.model_id,
         dimension=embedder.dimension, top_k=candidates, threshold=request.threshold, fusion=fusion,
-        ef_search=settings.hnsw_ef_search, exact=exact,
+        ef_search=settings.hnsw_ef_search, exact=exact, timeout_ms=settings.api_statement_timeout_ms,
     )  # fmt: skip
     ranked = merge_types(hits_by_type, mode=request.mode, top_k=candidates, fusion=fusion)
     if reranker:

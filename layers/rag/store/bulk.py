@@ -53,6 +53,7 @@ def bulk_load(
         for load in loads:
             repo.replace_document(conn, load.source, load.fields, load.parsed, load.chunks, load.vectors, model_id)
             written += len(load.chunks)
+        conn.execute("SET LOCAL statement_timeout = 0")  # the index build is the long part, by design
         conn.execute(sql.SQL("SET LOCAL maintenance_work_mem = {}").format(sql.Literal(maintenance_work_mem)))
         conn.execute(sql.SQL("SET LOCAL max_parallel_maintenance_workers = {}").format(sql.Literal(parallel_workers)))
         ensure_embedding_index(conn, "chunks", model_id, dimension)

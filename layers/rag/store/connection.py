@@ -1,26 +1,37 @@
-"""Database connections: one per warm Lambda, reopened when it breaks.
+"""Database connections: a small pool per process, every borrower gets its own connection.
 
 Where the database is, in order: ``DATABASE_URL``; ``RAG_DATABASE_IAM_URL`` (RDS Proxy or RDS with IAM
 authentication: the URL names host, port, user and database, and the password is a 15-minute IAM token made
 at connect time, so no function ever holds a database password); the Secrets Manager secret
 ``RAG_DATABASE_SECRET_ARN``; else the embedded server of ``rag up``.
+
+A warm Lambda handles one event at a time, so its pool holds one connection; ``rag up`` runs the queue
+worker and the query API side by side, and each borrows its own. psycopg_pool checks a connection before
+lending it (one round trip), so a connection broken by a database restart or failover is replaced instead
+of failing the request, and rolls back whatever a borrower left open, so each comes back clean.
 """
 
 from __future__ import annotations
 
 import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 from urllib.parse import quote, urlsplit, urlunsplit
 
 if TYPE_CHECKING:
     import psycopg
+    from psycopg_pool import ConnectionPool
 
     from rag.config import Settings
 
 LOCAL_DATABASE = "rag"
 IAM_URL_ENV = "RAG_DATABASE_IAM_URL"  # Settings.database_iam_url; the CDK app sets it on every function
 
-_connection: psycopg.Connection | None = None
+_pool: ConnectionPool | None = None
+_pool_target: tuple[object, ...] | None = None
+_pool_lock = threading.Lock()
 
 
 def local_database_url(settings: Settings, database: str = LOCAL_DATABASE) -> str:
@@ -82,22 +93,59 @@ def connect(url: str, *, register: bool = True, connect_timeout: int = 5) -> psy
 
     conn = psycopg.connect(url, autocommit=True, connect_timeout=connect_timeout, application_name="meeting-rag")
     if register:
-        from pgvector.psycopg import register_vector
-
-        register_vector(conn)
+        _register_vector(conn)
     return conn
 
 
-def get_connection(settings: Settings) -> psycopg.Connection:
-    """The process-wide connection, opened on first use and after a failure."""
-    global _connection
-    if _connection is None or _connection.closed or _connection.broken:
-        _connection = connect(resolve_database_url(settings))
-    return _connection
+def _register_vector(conn: psycopg.Connection) -> None:
+    from pgvector.psycopg import register_vector
+
+    register_vector(conn)
 
 
-def close_connection() -> None:
-    global _connection
-    if _connection is not None:
-        _connection.close()
-    _connection = None
+def _target(settings: Settings) -> tuple[object, ...]:
+    """What decides where the pool connects: a change (tests switch databases) opens a new pool."""
+    return (settings.database_url, settings.database_iam_url, settings.database_secret_arn, settings.local_pg_port)
+
+
+def get_pool(settings: Settings) -> ConnectionPool:
+    """The process-wide pool, opened on first use (connections are made lazily, then kept while warm)."""
+    global _pool, _pool_target
+    with _pool_lock:
+        target = _target(settings)
+        if _pool is not None and (_pool.closed or _pool_target != target):
+            _pool.close()
+            _pool = None
+        if _pool is None:
+            from psycopg_pool import ConnectionPool
+
+            _pool = ConnectionPool(
+                # A callable: every new connection resolves the URL again (a fresh IAM token, a rotated secret).
+                conninfo=lambda: resolve_database_url(settings),
+                kwargs={"autocommit": True, "connect_timeout": 5, "application_name": "meeting-rag"},
+                min_size=0,
+                max_size=settings.database_pool_size,
+                timeout=settings.database_pool_timeout_seconds,
+                configure=_register_vector,
+                check=ConnectionPool.check_connection,
+                name="rag",
+                open=True,
+            )
+            _pool_target = target
+        return _pool
+
+
+@contextmanager
+def connection(settings: Settings) -> Iterator[psycopg.Connection]:
+    """Borrow a checked connection for one unit of work (a request, a record, a batch)."""
+    with get_pool(settings).connection() as conn:
+        yield conn
+
+
+def close_pool() -> None:
+    """Close every pooled connection (tests, shutdown)."""
+    global _pool, _pool_target
+    with _pool_lock:
+        if _pool is not None:
+            _pool.close()
+        _pool, _pool_target = None, None

@@ -75,6 +75,15 @@ def find_by_key(conn: psycopg.Connection, bucket: str, key: str) -> StoredDocume
     return StoredDocument(*row) if row else None
 
 
+def lock_object(conn: psycopg.Connection, bucket: str, key: str) -> None:
+    """Serialize writers of one object until the transaction ends (two invocations racing on one key)."""
+    conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (f"{bucket}/{key}",))
+
+
+class TenantConflict(ValueError):
+    """A row for this object belongs to another tenant: a document never changes tenant."""
+
+
 def touch_version(conn: psycopg.Connection, document_id: UUID, source: SourceObject) -> None:
     """Same content under a new S3 version: record the version, keep every row."""
     conn.execute(
@@ -91,11 +100,19 @@ def replace_document(
     chunks: Sequence[Chunk],
     vectors: Sequence[Sequence[float]],
     model_id: str,
+    *,
+    statement_timeout_ms: int | None = None,
 ) -> UUID:
-    """Insert or replace the document and its chunks atomically (binary COPY); rows made from old content go."""
+    """Insert or replace the document and its chunks atomically (binary COPY); rows made from old content go.
+
+    ``statement_timeout_ms`` bounds each statement (a large document's COPY takes longer than the
+    database's default allows a search).
+    """
     if len(chunks) != len(vectors):
         raise ValueError(f"expected one vector per chunk, got {len(vectors)} for {len(chunks)} chunks")
     with conn.transaction():
+        if statement_timeout_ms is not None:
+            conn.execute("SELECT set_config('statement_timeout', %s, true)", (f"{int(statement_timeout_ms)}ms",))
         document_id = _upsert_document(
             conn,
             source,
@@ -204,14 +221,19 @@ def _upsert_document(conn: psycopg.Connection, source: SourceObject, values: dic
     }
     names = ", ".join(columns)
     placeholders = ", ".join(f"%({name})s" for name in columns)
-    updates = ", ".join(f"{name} = EXCLUDED.{name}" for name in columns if name not in ("bucket", "object_key"))
+    fixed = ("bucket", "object_key", "tenant_id", "project_id")  # who owns a document is set once
+    updates = ", ".join(f"{name} = EXCLUDED.{name}" for name in columns if name not in fixed)
     row = conn.execute(
         f"""INSERT INTO documents ({names}) VALUES ({placeholders})
             ON CONFLICT (bucket, object_key) DO UPDATE SET {updates}, updated_at = now()
+            WHERE documents.tenant_id = EXCLUDED.tenant_id AND documents.project_id = EXCLUDED.project_id
             RETURNING id""",
         columns,
     ).fetchone()
-    assert row is not None
+    if row is None:
+        raise TenantConflict(
+            f"s3://{source.bucket}/{source.key} is already stored for another tenant or project; not overwritten"
+        )
     return row[0]
 
 

@@ -56,6 +56,7 @@ def migrate(conn: psycopg.Connection, migrations_dir: Path, embedding_models: di
     applied: list[str] = []
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_ID,))
+        conn.execute("SET LOCAL statement_timeout = 0")  # index builds take what they take
         conn.execute(
             """CREATE TABLE IF NOT EXISTS schema_migrations (
                    version text PRIMARY KEY, name text NOT NULL, checksum text NOT NULL,

@@ -109,7 +109,7 @@ def handler_environment(database_url: str) -> Iterator[None]:
     """The handlers' environment for this run: the eval database, in-memory AWS, quiet logs and metrics."""
     from rag import aws
     from rag.config import get_settings
-    from rag.store.connection import close_connection
+    from rag.store.connection import close_pool
 
     overrides = {
         "DATABASE_URL": database_url,
@@ -127,7 +127,7 @@ def handler_environment(database_url: str) -> Iterator[None]:
     def reset() -> None:
         get_settings.cache_clear()
         aws._client.cache_clear()
-        close_connection()
+        close_pool()
 
     reset()
     try:

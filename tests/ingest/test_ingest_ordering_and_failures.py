@@ -1,0 +1,189 @@
+"""The ingest under races and bad content: the newest version wins, permanent errors are ``failed`` rows.
+
+Real PostgreSQL, moto S3 (versioned, as the CDK bucket is), the real local model.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from rag.events import ObjectChange
+from rag.ingest import Ingestor
+
+pytestmark = pytest.mark.slow
+
+BUCKET = "rag-order-bucket"
+KEY = "tenants/acme/projects/ops/2026-11-20-standup.txt"
+V1 = b"Ana: Version one says the cutover is on Monday.\nBen: Monday works."
+V2 = b"Ana: Version two moves the cutover to Friday.\nBen: Friday then."
+
+
+class S3WithHook:
+    """The moto S3 client, running ``after_get`` once an object has been read (a slow invocation's window)."""
+
+    def __init__(self, client: Any):
+        self._client = client
+        self.after_get: Callable[[], None] | None = None
+
+    def get_object(self, **kwargs: Any) -> dict[str, Any]:
+        response = self._client.get_object(**kwargs)
+        hook, self.after_get = self.after_get, None
+        if hook:
+            hook()
+        return response  # type: ignore[no-any-return]
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
+
+
+@pytest.fixture
+def s3(database_url: str) -> Iterator[Any]:
+    with mock_aws():
+        client = boto3.client("s3", region_name="us-east-1")
+        client.create_bucket(Bucket=BUCKET)
+        client.put_bucket_versioning(Bucket=BUCKET, VersioningConfiguration={"Status": "Enabled"})
+        yield client
+
+
+@pytest.fixture
+def ingestor(s3, db, local_embedder) -> Ingestor:
+    from rag.config import get_settings
+    from rag.store.connection import connection
+
+    settings = get_settings()
+    return Ingestor(lambda: connection(settings), S3WithHook(s3), local_embedder, settings)
+
+
+def stored(db) -> list[tuple[str, str]]:
+    return db.execute(
+        "SELECT d.s3_version_id, c.content FROM documents d JOIN chunks c ON c.document_id = d.id ORDER BY c.chunk_index"
+    ).fetchall()
+
+
+def test_an_older_version_read_before_a_newer_one_never_overwrites_it(s3, ingestor, db):
+    # GIVEN invocation 1 read v1, and while it embeds, v2 is uploaded and invocation 2 ingests it
+    s3.put_object(Bucket=BUCKET, Key=KEY, Body=V1)
+    results = {}
+
+    def newer_version_lands() -> None:
+        s3.put_object(Bucket=BUCKET, Key=KEY, Body=V2)
+        results["second"] = ingestor.apply(ObjectChange("created", BUCKET, KEY))
+
+    ingestor.s3.after_get = newer_version_lands
+
+    # WHEN invocation 1 gets to write
+    results["first"] = ingestor.apply(ObjectChange("created", BUCKET, KEY))
+
+    # THEN it stands aside and the database holds v2, S3's latest
+    assert (results["second"].outcome, results["first"].outcome) == ("ingested", "superseded")
+    latest = s3.head_object(Bucket=BUCKET, Key=KEY)["VersionId"]
+    assert stored(db) == [(latest, V2.decode())]
+
+
+def test_a_creation_read_before_a_delete_does_not_bring_the_document_back(s3, ingestor, db):
+    s3.put_object(Bucket=BUCKET, Key=KEY, Body=V1)
+    ingestor.apply(ObjectChange("created", BUCKET, KEY))
+
+    def deleted_meanwhile() -> None:
+        s3.delete_object(Bucket=BUCKET, Key=KEY)  # a delete marker: HEAD says 404
+        assert ingestor.apply(ObjectChange("removed", BUCKET, KEY)).outcome == "deleted"
+
+    ingestor.s3.after_get = deleted_meanwhile
+    s3.put_object(Bucket=BUCKET, Key=KEY, Body=V2)
+
+    result = ingestor.apply(ObjectChange("created", BUCKET, KEY))
+
+    assert result.outcome == "superseded"
+    assert db.execute("SELECT count(*) FROM documents").fetchone() == (0,)
+
+
+def test_racing_invocations_on_one_key_end_at_the_latest_version(s3, ingestor, db):
+    # Five invocations (the event source's parallelism) each handle one upload of the same key.
+    bodies = [f"Ana: Revision {i} of the plan, with item {i}.\nBen: Noted {i}.".encode() for i in range(5)]
+    start = threading.Barrier(len(bodies))
+    outcomes: list[str] = []
+
+    def invocation(body: bytes) -> None:
+        start.wait()
+        s3.put_object(Bucket=BUCKET, Key=KEY, Body=body)
+        outcomes.append(ingestor.apply(ObjectChange("created", BUCKET, KEY)).outcome)
+
+    threads = [threading.Thread(target=invocation, args=(body,)) for body in bodies]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+
+    assert len(outcomes) == len(bodies)
+    assert set(outcomes) <= {"ingested", "unchanged", "superseded"}
+    latest = s3.get_object(Bucket=BUCKET, Key=KEY)
+    assert stored(db) == [(latest["VersionId"], latest["Body"].read().decode())]
+
+
+@pytest.mark.parametrize(
+    ("content", "expected_error"),
+    [
+        # A NUL inside a turn: PostgreSQL text cannot hold it.
+        (json.dumps([{"speaker": "Ana", "text": "bad \u0000 byte"}, {"speaker": "Ben", "text": "fine"}]), "NUL"),
+        # JSON's non-standard Infinity: Python parses it, jsonb refuses it.
+        ('[{"speaker": "Ana", "text": "starts", "start": Infinity, "end": Infinity}]', "refused"),
+    ],
+)
+def test_content_the_database_refuses_is_a_failed_document_with_a_readable_error(s3, ingestor, db, content, expected_error):
+    key = "projects/ops/bad.json"
+    s3.put_object(Bucket=BUCKET, Key=key, Body=content.encode())
+
+    result = ingestor.apply(ObjectChange("created", BUCKET, key))  # returns: nothing to retry
+
+    assert result.outcome == "failed"
+    status, error = db.execute("SELECT status, error FROM documents WHERE object_key = %s", (key,)).fetchone()
+    assert status == "failed" and expected_error.lower() in error.lower()
+    assert db.execute("SELECT count(*) FROM chunks").fetchone() == (0,)
+
+
+def test_a_file_over_the_limit_is_refused_from_its_size_without_being_read(s3, ingestor, db, monkeypatch):
+    import rag.ingest
+
+    monkeypatch.setattr(rag.ingest, "MAX_OBJECT_BYTES", 1000)
+    key = "projects/ops/huge.txt"
+    s3.put_object(Bucket=BUCKET, Key=key, Body=b"Ana: " + b"x" * 5000)
+    reads = []
+    real_get = ingestor.s3._client.get_object
+
+    def counting_get(**kwargs: Any) -> dict[str, Any]:
+        response = real_get(**kwargs)
+        body = response["Body"]
+        original_read = body.read
+        body.read = lambda *a: reads.append(1) or original_read(*a)
+        return response
+
+    monkeypatch.setattr(ingestor.s3._client, "get_object", counting_get)
+
+    result = ingestor.apply(ObjectChange("created", BUCKET, key))
+
+    assert result.outcome == "failed" and "5005 bytes; the limit is 1000" in result.error
+    assert reads == []
+    assert db.execute("SELECT status FROM documents WHERE object_key = %s", (key,)).fetchone() == ("failed",)
+
+
+def test_a_stored_document_of_another_tenant_is_never_taken_over(s3, ingestor, db):
+    # A row written before tenants came from keys, under another tenant than the key now says.
+    key = "projects/ops/legacy.txt"
+    db.execute(
+        "INSERT INTO documents (tenant_id, project_id, bucket, object_key, status) VALUES ('globex', 'ops', %s, %s, 'failed')",
+        (BUCKET, key),
+    )
+    s3.put_object(Bucket=BUCKET, Key=key, Body=V1)
+
+    result = ingestor.apply(ObjectChange("created", BUCKET, key))
+
+    assert result.outcome == "rejected" and "another tenant" in result.error
+    assert db.execute("SELECT tenant_id FROM documents WHERE object_key = %s", (key,)).fetchall() == [("globex",)]
+    assert db.execute("SELECT count(*) FROM chunks").fetchone() == (0,)
