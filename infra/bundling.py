@@ -27,7 +27,12 @@ PYPROJECT = REPO_ROOT / "pyproject.toml"
 RUNTIME_PROVIDED = ("boto3", "botocore", "s3transfer")
 # Never needed at run time in Lambda.
 STRIP_DIRS = ("__pycache__", "tests")  # before precompiling: no stale 3.11 bytecode
-LAMBDA_PLATFORM = ("--platform", "manylinux2014_x86_64", "--implementation", "cp", "--python-version", "3.12")
+# Lambda's python3.12 runtime is Amazon Linux 2023 (glibc 2.34): manylinux_2_28 wheels run there too
+# (tiktoken 0.14 ships no manylinux2014 wheel).
+LAMBDA_PLATFORM = (
+    "--platform", "manylinux2014_x86_64", "--platform", "manylinux_2_28_x86_64",
+    "--implementation", "cp", "--python-version", "3.12",
+)  # fmt: skip
 
 
 def find_python312() -> str | None:

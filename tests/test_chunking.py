@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rag.chunking import chunk_document
+from rag.chunking import CHARS_PER_TOKEN_BOUND, chunk_document
 from rag.parsing import ParsedDocument, parse_document
 from rag.parsing.model import Section, Turn
 
@@ -61,6 +61,7 @@ def check_invariants(doc: ParsedDocument, chunks, counter, max_tokens: int) -> N
     for chunk in chunks:
         assert doc.text[chunk.start_char : chunk.end_char] == chunk.text
         assert chunk.token_count == counter(chunk.text) <= max_tokens
+        assert len(chunk.text) <= max_tokens * CHARS_PER_TOKEN_BOUND
         assert chunk.text.strip()
     spans = [(c.start_char, c.end_char) for c in chunks]
     assert spans == sorted(spans) and len(set(spans)) == len(spans)  # always progresses, never repeats
@@ -71,6 +72,7 @@ def check_invariants(doc: ParsedDocument, chunks, counter, max_tokens: int) -> N
 def check_whole_turns(doc: ParsedDocument, chunks, counter, max_tokens: int) -> None:
     turns = doc.turns
     covered: set[int] = set()
+    oversized: dict[int, bool] = {}  # per turn: counting a megabyte turn once per piece would be slow
     for chunk in chunks:
         first, last = turns[chunk.start_turn], turns[chunk.end_turn]
         covered.update(range(chunk.start_turn, chunk.end_turn + 1))
@@ -79,7 +81,10 @@ def check_whole_turns(doc: ParsedDocument, chunks, counter, max_tokens: int) -> 
             continue  # a run of whole turns
         # otherwise: a piece of one turn that alone is over the budget
         assert chunk.start_turn == chunk.end_turn
-        assert counter(doc.text[first.start_char : first.end_char]) > max_tokens
+        if chunk.start_turn not in oversized:
+            whole = doc.text[first.start_char : first.end_char]
+            oversized[chunk.start_turn] = counter(whole) > max_tokens or len(whole) > max_tokens * CHARS_PER_TOKEN_BOUND
+        assert oversized[chunk.start_turn]
         assert first.start_char <= chunk.start_char < chunk.end_char <= first.end_char
     assert covered == set(range(len(turns)))
 
@@ -287,6 +292,60 @@ def test_a_transcript_without_turns_is_chunked_as_a_document():
     doc = ParsedDocument(kind="transcript", format="json", text="Some text.")
     chunks = chunk_document(doc, words, max_tokens=10, overlap_tokens=0)
     assert [(c.text, c.start_turn) for c in chunks] == [("Some text.", None)]
+
+
+# --- hostile content: a word the tokenizer reads as one unknown token ----------------------------
+# WordPiece reads any word over 100 characters as one [UNK]: by tokens alone, a megabyte fits a chunk.
+
+HOSTILE_WORD = "a" * 1_000_000
+
+
+def test_a_megabyte_word_in_a_turn_becomes_chunks_of_bounded_size():
+    assert count(HOSTILE_WORD) == 1
+    doc = transcript([("A", "Opening."), ("B", HOSTILE_WORD), ("C", "fine")])
+    chunks = chunk_document(doc, count, max_tokens=MAX, overlap_tokens=50)
+    check_invariants(doc, chunks, count, MAX)
+    pieces = [c for c in chunks if c.start_turn == c.end_turn == 1]
+    assert len(pieces) >= len(HOSTILE_WORD) // (MAX * CHARS_PER_TOKEN_BOUND) + 1
+    assert max(len(c.text) for c in pieces) == MAX * CHARS_PER_TOKEN_BOUND
+    assert "".join(c.text for c in pieces) == "B:" + HOSTILE_WORD  # cut at the space, then by characters
+    assert (chunks[0].text, chunks[-1].text) == ("A: Opening.", "C: fine")
+
+
+def test_a_megabyte_word_in_a_document_becomes_chunks_of_bounded_size():
+    text = f"# Notes\n\nBefore the word.\n\n{HOSTILE_WORD}\n\nAfter the word.\n"
+    doc = parse_document(text.encode(), "notes.md")
+    chunks = chunk_document(doc, count, max_tokens=MAX, overlap_tokens=50)
+    check_invariants(doc, chunks, count, MAX)
+    assert len(chunks) >= len(HOSTILE_WORD) // (MAX * CHARS_PER_TOKEN_BOUND) + 1
+    assert chunks[0].text.startswith("# Notes\n\nBefore the word.") and chunks[-1].text.endswith("After the word.")
+    start = text.index(HOSTILE_WORD)
+    end = start + len(HOSTILE_WORD)
+    covering = [c for c in chunks if c.start_char < end and c.end_char > start]
+    assert covering[0].start_char <= start and covering[-1].end_char >= end
+    assert all(a.end_char == b.start_char for a, b in zip(covering, covering[1:]))  # no character of it is left out
+
+
+def test_many_unknown_token_words_do_not_pack_into_one_huge_chunk():
+    said = " ".join(["b" * 200] * 200)  # 200 tokens ([UNK] each): within 254, but 40 KB of text
+    doc = transcript([("A", said), ("B", "ok")])
+    assert count(said) == 200
+    chunks = chunk_document(doc, count, max_tokens=MAX, overlap_tokens=50)
+    check_invariants(doc, chunks, count, MAX)
+    pieces = [c for c in chunks if c.start_turn == 0]
+    assert len(pieces) >= len(said) // (MAX * CHARS_PER_TOKEN_BOUND) + 1
+    assert all(c.text.endswith("b" * 200) for c in pieces)  # cut between words, not inside one
+
+
+def test_a_dense_megabyte_word_is_cut_within_the_openai_limit():
+    from rag.embedding.tokens import count_cl100k
+
+    word = "ab1/" * 250_000  # 750,000 cl100k tokens without a space
+    doc = ParsedDocument(kind="document", format="text", text=word)
+    chunks = chunk_document(doc, count_cl100k, max_tokens=8191, overlap_tokens=0)
+    check_invariants(doc, chunks, count_cl100k, 8191)
+    assert "".join(c.text for c in chunks) == word
+    assert len(chunks) == -(-750_000 // 8191) and all(c.token_count >= 8190 for c in chunks[:-1])
 
 
 # --- properties -----------------------------------------------------------------------------------

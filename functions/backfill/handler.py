@@ -20,6 +20,7 @@ from rag.backfill.errors import TransientError
 from rag.backfill.progress import advance, parse_request
 from rag.backfill.stages import run_named_stage
 from rag.config import get_settings
+from rag.errors import is_transient
 from rag.store.connection import connection
 
 logger = Logger(service="backfill")
@@ -46,9 +47,7 @@ def run_batch(stage: str, event: dict[str, Any]) -> dict[str, int]:
         logger.exception("batch rolled back; the state machine retries it")
         raise
     except Exception as exc:
-        import psycopg
-
-        if isinstance(exc, psycopg.OperationalError):  # the database is away: worth a retry
+        if is_transient(exc):  # the database is away: worth a retry
             logger.exception("cannot reach the database")
             raise TransientError(f"database unavailable: {exc}") from exc
         raise

@@ -3,13 +3,15 @@
 - Transcripts: runs of whole turns (``text[turns[a].start_char:turns[b].end_char]``)
   packed greedily up to ``max_tokens``; the next chunk starts with the trailing whole
   turns of the previous one whose tokens add up to at most ``overlap_tokens``. Only a
-  single turn longer than ``max_tokens`` is split (at sentence, then word boundaries),
-  and its pieces have ``start_turn == end_turn``.
+  single turn longer than a chunk (in tokens or characters) is split (at sentence, then
+  word boundaries, then characters), and its pieces have ``start_turn == end_turn``.
 - Documents: within one section (a chunk never straddles a heading) paragraphs are
   packed the same way, an oversized paragraph as its sentences (then words); chunks
   carry the section's heading path and are trimmed of surrounding whitespace.
 - Every chunk satisfies ``doc.text[start_char:end_char] == text`` and
-  ``token_count == count_tokens(text) <= max_tokens``, counted on the final text.
+  ``token_count == count_tokens(text) <= max_tokens``, counted on the final text, and
+  holds at most ``max_tokens * CHARS_PER_TOKEN_BOUND`` characters: a tokenizer may read
+  a hostile word (1 MB without spaces) as one unknown token, and that word is still cut.
 
 Tokens are counted once per turn or paragraph and added up to pack; each packed chunk
 is then counted once more (separators can add tokens) and shrunk if it is over.
@@ -30,7 +32,7 @@ PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n\s*")
 # Where an oversized unit is cut first: after a sentence end, or at a line break.
 SENTENCE_BREAK = re.compile(r"(?<=[.!?;。！？])\s+|[ \t]*\n\s*")
 WORD_BREAK = re.compile(r"\s+")
-CHARS_PER_TOKEN_BOUND = 32  # no tokenizer packs more characters than this into one token of text
+CHARS_PER_TOKEN_BOUND = 32  # no real token of text is longer: a longer span per token is an unknown-token word
 
 
 @dataclass(frozen=True)
@@ -96,7 +98,7 @@ def _chunk_sections(doc: ParsedDocument, count_tokens: CountTokens, max_tokens: 
         for paragraph in _paragraphs(text, section.start_char, section.end_char, count_tokens):
             # An oversized paragraph's sentences pack like paragraphs: a heading just before it,
             # or the end of it, shares a chunk with its neighbours instead of standing alone.
-            if paragraph.tokens > max_tokens:
+            if _too_big(paragraph, max_tokens):
                 units.extend(split_oversized(text, paragraph, count_tokens, max_tokens))
             else:
                 units.append(paragraph)
@@ -116,15 +118,18 @@ def _chunk_sections(doc: ParsedDocument, count_tokens: CountTokens, max_tokens: 
 
 def pack(text: str, units: list[Unit], count_tokens: CountTokens, max_tokens: int, overlap_tokens: int) -> Iterator[Span]:
     """Greedy runs of whole units, each verified to fit; oversized units come out in pieces."""
+    max_chars = max_tokens * CHARS_PER_TOKEN_BOUND
     i = 0
     while i < len(units):
-        if units[i].tokens > max_tokens:
+        if _too_big(units[i], max_tokens):
             for piece in pack(text, split_oversized(text, units[i], count_tokens, max_tokens), count_tokens, max_tokens, 0):
                 yield Span(piece.start, piece.end, piece.tokens, i, i)
             i += 1
             continue
         j, total = i, units[i].tokens
         while j + 1 < len(units) and total + units[j + 1].tokens <= max_tokens:
+            if units[j + 1].end - units[i].start > max_chars:
+                break  # few tokens but many characters: words the tokenizer reads as unknown
             j += 1
             total += units[j].tokens
         tokens = units[i].tokens if j == i else count_tokens(text[units[i].start : units[j].end])
@@ -146,29 +151,44 @@ def _next_start(units: list[Unit], i: int, j: int, max_tokens: int, overlap_toke
     """
     following = units[j + 1].tokens
     start, carried = j + 1, 0
-    if following > max_tokens:
+    if _too_big(units[j + 1], max_tokens):
         return start
     while start - 1 > i:
         tokens = units[start - 1].tokens
         if carried + tokens > overlap_tokens or carried + tokens + following > max_tokens:
+            break
+        if units[j + 1].end - units[start - 1].start > max_tokens * CHARS_PER_TOKEN_BOUND:
             break
         start -= 1
         carried += tokens
     return start
 
 
+def _too_big(unit: Unit, max_tokens: int) -> bool:
+    """Over the token budget, or longer than any text of that many real tokens."""
+    return unit.tokens > max_tokens or unit.end - unit.start > max_tokens * CHARS_PER_TOKEN_BOUND
+
+
+def _fitting(text: str, start: int, end: int, count_tokens: CountTokens, max_tokens: int) -> Unit | None:
+    """``text[start:end]`` as a unit if it fits the budget; a span over the character bound is never counted."""
+    if end - start > max_tokens * CHARS_PER_TOKEN_BOUND:
+        return None  # counting a megabyte only to learn that it must be cut anyway is wasted work
+    tokens = count_tokens(text[start:end])
+    return Unit(start, end, tokens) if tokens <= max_tokens else None
+
+
 def split_oversized(text: str, unit: Unit, count_tokens: CountTokens, max_tokens: int) -> list[Unit]:
-    """Pieces of one unit, each within ``max_tokens``: sentences, else words, else characters."""
+    """Pieces of one unit, each within the budget: sentences, else words, else characters."""
     pieces: list[Unit] = []
     for start, end in _between(text, unit.start, unit.end, SENTENCE_BREAK):
-        tokens = count_tokens(text[start:end])
-        if tokens <= max_tokens:
-            pieces.append(Unit(start, end, tokens))
+        sentence = _fitting(text, start, end, count_tokens, max_tokens)
+        if sentence is not None:
+            pieces.append(sentence)
             continue
         for w_start, w_end in _between(text, start, end, WORD_BREAK):
-            tokens = count_tokens(text[w_start:w_end])
-            if tokens <= max_tokens:
-                pieces.append(Unit(w_start, w_end, tokens))
+            word = _fitting(text, w_start, w_end, count_tokens, max_tokens)
+            if word is not None:
+                pieces.append(word)
             else:
                 pieces.extend(_characters(text, w_start, w_end, count_tokens, max_tokens))
     return pieces
@@ -176,21 +196,43 @@ def split_oversized(text: str, unit: Unit, count_tokens: CountTokens, max_tokens
 
 def _characters(text: str, start: int, end: int, count_tokens: CountTokens, max_tokens: int) -> Iterator[Unit]:
     """A "word" over the budget (a URL, a hash, a language without spaces): longest fitting prefixes."""
+    guess = max_tokens  # characters; then the previous piece's length, as the next piece is likely alike
     while start < end:
-        # Binary search of the longest prefix that fits, within a window so that a
-        # megabyte without spaces costs a few counts of short strings per piece.
-        low, high = start + 1, min(end, start + max_tokens * CHARS_PER_TOKEN_BOUND)
-        while low < high:
-            mid = (low + high + 1) // 2
-            if count_tokens(text[start:mid]) <= max_tokens:
-                low = mid
-            else:
-                high = mid - 1
-        tokens = count_tokens(text[start:low])
+        limit = min(end, start + max_tokens * CHARS_PER_TOKEN_BOUND)
+        piece = _longest_prefix(text, start, limit, guess, count_tokens, max_tokens)
+        yield piece
+        guess, start = piece.end - piece.start, piece.end
+
+
+def _longest_prefix(text: str, start: int, limit: int, guess: int, count_tokens: CountTokens, max_tokens: int) -> Unit:
+    """The longest ``text[start:end]`` (``end <= limit``) within ``max_tokens``.
+
+    Gallops up from ``start + guess`` then bisects, so a megabyte without spaces costs a
+    few counts of strings about a piece long per piece, never counts of the whole word.
+    """
+    fits: Unit | None = None  # the longest prefix known to fit
+    too_long = limit + 1  # the shortest end known not to fit
+    probe = min(limit, start + max(1, guess))
+    while True:
+        tokens = count_tokens(text[start:probe])
         if tokens > max_tokens:
-            raise ValueError(f"max_tokens={max_tokens} is less than the tokens of the single character {text[start]!r}")
-        yield Unit(start, low, tokens)
-        start = low
+            too_long = probe
+            break
+        fits = Unit(start, probe, tokens)
+        if probe == limit:
+            return fits
+        probe = min(limit, start + 2 * (probe - start))
+    low = fits.end if fits is not None else start
+    while too_long - low > 1:
+        mid = (low + too_long) // 2
+        tokens = count_tokens(text[start:mid])
+        if tokens <= max_tokens:
+            fits, low = Unit(start, mid, tokens), mid
+        else:
+            too_long = mid
+    if fits is None:
+        raise ValueError(f"max_tokens={max_tokens} is less than the tokens of the single character {text[start]!r}")
+    return fits
 
 
 def _between(text: str, start: int, end: int, separator: re.Pattern[str]) -> list[tuple[int, int]]:

@@ -16,11 +16,22 @@ class InvalidObjectKey(RagError):
 
 
 class EmbeddingError(RagError):
-    """The embedding provider failed after its retries (transient: the message is retried)."""
+    """The embedding provider failed after its retries.
+
+    ``transient`` is False when the provider refused the input itself (HTTP 400/422, Bedrock's
+    ValidationException): the same text fails the same way, so the document is ``failed``.
+    """
+
+    def __init__(self, message: str, *, transient: bool = True):
+        super().__init__(message)
+        self.transient = transient
 
 
 class TransientError(RagError):
-    """Something outside the input failed (database, S3, a provider): the same work can succeed later."""
+    """Something outside the input failed (database, S3, a provider): the same work can succeed later.
+
+    The backfill's stage Lambdas raise it under this name: the state machine's Retry matches on it.
+    """
 
 
 # SQLSTATE classes of errors that say nothing about the input: connection lost (08), deadlock or
@@ -40,7 +51,9 @@ def is_transient(exc: BaseException) -> bool:
     or a file the parser cannot read, fails the same way every time and is recorded as a
     ``failed`` document instead.
     """
-    if isinstance(exc, (TransientError, EmbeddingError)):
+    if isinstance(exc, EmbeddingError):
+        return exc.transient
+    if isinstance(exc, TransientError):
         return True
     import psycopg
 

@@ -34,7 +34,19 @@ def _services_pid(settings: Settings) -> int | None:
         os.kill(pid, 0)
     except (ProcessLookupError, ValueError):
         return None
-    return pid
+    return None if _is_zombie(pid) else pid
+
+
+def _is_zombie(pid: int) -> bool:
+    """A services process killed with -9 stays a zombie when nothing reaps it: it is not running."""
+    try:
+        import psutil
+    except ImportError:
+        return False
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
 
 
 def _uses_embedded_database(settings: Settings) -> bool:
@@ -74,7 +86,10 @@ def cmd_up(args: argparse.Namespace, settings: Settings) -> int:
         log_dir = settings.local_dir / "logs"
         log_dir.mkdir(parents=True, exist_ok=True)
         log_path = log_dir / "services.log"
-        log = open(log_path, "w")
+        log = open(log_path, "a")  # appended: the log of a run that died is what explains it
+        log.write(f"--- rag up {time.strftime('%Y-%m-%d %H:%M:%S')} ---\n")
+        log.flush()
+        start = log_path.stat().st_size  # this run's lines begin here
         process = subprocess.Popen(
             [sys.executable, "-m", "rag_local.services"],
             stdout=log,
@@ -85,9 +100,9 @@ def cmd_up(args: argparse.Namespace, settings: Settings) -> int:
         )
         (_run_dir(settings) / "services.pid").write_text(str(process.pid))
         deadline = time.monotonic() + args.timeout
-        while "ready" not in log_path.read_text():
+        while "ready" not in _log_since(log_path, start).splitlines():
             if process.poll() is not None or time.monotonic() > deadline:
-                print(log_path.read_text()[-3000:], file=sys.stderr)
+                print(_log_since(log_path, start)[-3000:], file=sys.stderr)
                 return _fail(f"local services did not start; see {log_path}")
             time.sleep(0.3)
         print(f"services     started (pid {process.pid}, log {log_path})")
@@ -97,8 +112,15 @@ def cmd_up(args: argparse.Namespace, settings: Settings) -> int:
     print(f"S3, SQS      {os.environ['AWS_ENDPOINT_URL']}  (moto; credentials 'testing')")
     print(f"query API    http://127.0.0.1:{settings.local_api_port}  (Authorization: Bearer <key>; keys from RAG_API_KEYS)")
     print(f"bucket       {settings.local_bucket}  (drop files under projects/<project_id>/...)")
+    print(f"mirror       {settings.local_dir / 's3' / settings.local_bucket}  (the bucket on disk; `rag up` restores it)")
     print(f"queue        {settings.local_queue}  (+ DLQ {settings.local_queue}-dlq)")
     return 0
+
+
+def _log_since(path: Path, offset: int) -> str:
+    with open(path, "rb") as log:
+        log.seek(offset)
+        return log.read().decode(errors="replace")
 
 
 def cmd_down(args: argparse.Namespace, settings: Settings) -> int:
@@ -163,13 +185,18 @@ def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
         return _fail(str(exc))
     if not files:
         return _fail("no files to ingest")
+    from rag_local.durable import Mirror, MirrorEntry, plain_etag
+
     s3 = s3_client(settings)
+    mirror = Mirror.for_settings(settings)
     expected: dict[str, str] = {}
     for file, relative in tqdm(files, desc="upload", unit="file", disable=args.quiet):
         data = file.read_bytes()
         key = f"projects/{args.project}/{relative}"
         metadata = {"tenant": args.tenant} if args.tenant else {}
-        s3.put_object(Bucket=settings.local_bucket, Key=key, Body=data, Metadata=metadata)
+        response = s3.put_object(Bucket=settings.local_bucket, Key=key, Body=data, Metadata=metadata)
+        # On disk at once: from here on the upload survives a kill of the services (rag_local.durable).
+        mirror.write(MirrorEntry(key, plain_etag(response.get("ETag")), metadata=metadata), data)
         expected[key] = hashlib.sha256(data).hexdigest()
 
     done: dict[str, tuple[str, str | None]] = {}
@@ -235,6 +262,23 @@ def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
                 f"queue {name}: {attrs['ApproximateNumberOfMessages']} waiting, "
                 f"{attrs['ApproximateNumberOfMessagesNotVisible']} in flight"
             )
+            if name.endswith("-dlq") and int(attrs["ApproximateNumberOfMessages"]) > 0:
+                print(f"  (dead letters: fix the cause, then `rag redrive` moves them back to {settings.local_queue})")
+    return 0
+
+
+def cmd_redrive(args: argparse.Namespace, settings: Settings) -> int:
+    from rag.aws import sqs_client
+    from rag_local.services import move_dead_letters
+
+    if _services_pid(settings) is None:
+        return _fail("local services are not running: run `rag up` first")
+    sqs = sqs_client(settings)
+    dlq = f"{settings.local_queue}-dlq"
+    moved = move_dead_letters(
+        sqs, sqs.get_queue_url(QueueName=dlq)["QueueUrl"], sqs.get_queue_url(QueueName=settings.local_queue)["QueueUrl"]
+    )
+    print(f"moved {moved} messages from {dlq} back to {settings.local_queue}")
     return 0
 
 
@@ -406,6 +450,15 @@ def build_parser() -> argparse.ArgumentParser:
         "status", help="documents by status, backfill work pending per stage, knowledge counts, failures, queue depths"
     )
     status.set_defaults(func=cmd_status)
+
+    redrive = sub.add_parser(
+        "redrive",
+        help="move the dead-letter queue's messages back to the ingest queue",
+        description="Moves every message waiting in the DLQ (<queue>-dlq) back to the ingest queue, where the worker "
+        "delivers it again with a fresh receive count, and prints how many moved. Fix what failed them first "
+        "(`rag status` shows the failures and the queue depths).",
+    )
+    redrive.set_defaults(func=cmd_redrive)
 
     backfill = sub.add_parser(
         "backfill",

@@ -1,6 +1,8 @@
 """The local AWS side: moto (S3 + SQS) on 127.0.0.1 and the queue worker, in one background process.
 
-``rag up`` starts ``python -m rag_local.services``; ``rag down`` stops it.
+``rag up`` starts ``python -m rag_local.services``; ``rag down`` stops it. moto keeps its
+state in memory: ``rag_local.durable`` mirrors the bucket to disk, restores it on start and
+reconciles bucket, queue and ``documents`` rows while running, so a restart loses nothing.
 """
 
 from __future__ import annotations
@@ -18,8 +20,10 @@ from rag.config import Settings, get_settings
 
 logger = logging.getLogger("rag.services")
 
-DLQ_MAX_RECEIVE_COUNT = 3
+# As in AWS (infra/README.md): with the handler's backoff (rag.queue_retry) five deliveries span 7.5 minutes.
+DLQ_MAX_RECEIVE_COUNT = 5
 VISIBILITY_TIMEOUT_SECONDS = 30
+DOCUMENT_PREFIXES = ("projects/", "tenants/")  # what the bucket notifies the queue of (and the reconcile watches)
 
 
 @dataclass(frozen=True)
@@ -62,32 +66,75 @@ def create_ingest_resources(s3: Any, sqs: Any, bucket: str, queue: str, region: 
         NotificationConfiguration={
             "QueueConfigurations": [
                 {
-                    "Id": "ingest",
+                    "Id": "ingest" if len(DOCUMENT_PREFIXES) == 1 else f"ingest-{prefix.rstrip('/')}",
                     "QueueArn": queue_arn,
                     "Events": ["s3:ObjectCreated:*", "s3:ObjectRemoved:*"],
-                    "Filter": {"Key": {"FilterRules": [{"Name": "prefix", "Value": "projects/"}]}},
+                    "Filter": {"Key": {"FilterRules": [{"Name": "prefix", "Value": prefix}]}},
                 }
+                for prefix in DOCUMENT_PREFIXES
             ]
         },
     )
     return LocalQueue(url=queue_url, arn=queue_arn, dlq_url=dlq_url)
 
 
+def move_dead_letters(sqs: Any, dlq_url: str, queue_url: str) -> int:
+    """Move the DLQ's messages back to the queue (``rag redrive``); returns how many moved.
+
+    moto 5.2.5 has no ``start_message_move_task``, so: receive, send, and delete from the DLQ
+    only what was sent. A moved message starts over with a fresh receive count.
+    """
+    moved = 0
+    while True:
+        messages = sqs.receive_message(
+            QueueUrl=dlq_url, MaxNumberOfMessages=10, WaitTimeSeconds=0, MessageAttributeNames=["All"]
+        ).get("Messages", [])
+        if not messages:
+            return moved
+        entries = []
+        for i, message in enumerate(messages):
+            entry: dict[str, Any] = {"Id": str(i), "MessageBody": message["Body"]}
+            attributes = {
+                name: {k: v for k, v in value.items() if k in ("DataType", "StringValue", "BinaryValue")}
+                for name, value in message.get("MessageAttributes", {}).items()
+            }
+            if attributes:
+                entry["MessageAttributes"] = attributes
+            entries.append(entry)
+        sent = {item["Id"] for item in sqs.send_message_batch(QueueUrl=queue_url, Entries=entries).get("Successful", [])}
+        done = [{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(messages) if str(i) in sent]
+        if done:
+            sqs.delete_message_batch(QueueUrl=dlq_url, Entries=done)
+        if len(done) < len(messages):
+            logger.warning("%d DLQ messages could not be sent back; they stay in the DLQ", len(messages) - len(done))
+        moved += len(done)
+
+
 def main() -> None:
     from moto.server import ThreadedMotoServer
 
     from rag.aws import s3_client, sqs_client
-    from rag_local import worker
+    from rag.store.connection import resolve_database_url
+    from rag_local import durable, worker
     from rag_local.lambdas import load_handler_module
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # moto's access log: lines per second, in a log that is kept
     settings = get_settings()
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=settings.local_moto_port, verbose=False)
     server.start()
-    queue = create_ingest_resources(
-        s3_client(settings), sqs_client(settings), settings.local_bucket, settings.local_queue, settings.aws_region
-    )
+    s3, sqs = s3_client(settings), sqs_client(settings)
+    queue = create_ingest_resources(s3, sqs, settings.local_bucket, settings.local_queue, settings.aws_region)
     logger.info("moto on 127.0.0.1:%d, bucket %s, queue %s", settings.local_moto_port, settings.local_bucket, queue.url)
+    mirror = durable.Mirror.for_settings(settings)
+    reconciler = durable.Reconciler(s3, sqs, mirror, queue.url, settings.aws_region, DOCUMENT_PREFIXES)
+    # Before anything reconciles: a fresh moto holds nothing, and the mirror is what the bucket held.
+    restored = reconciler.restore()
+    logger.info("restored %d objects from %s", len(restored), mirror.directory)
+    stop = threading.Event()
+    threading.Thread(
+        target=durable.run, args=(reconciler, lambda: resolve_database_url(settings), stop), name="reconcile", daemon=True
+    ).start()
     handler = load_handler_module("ingest").lambda_handler
     from rag.embedding import get_embedder
 
@@ -97,12 +144,15 @@ def main() -> None:
     api = make_server(settings)
     threading.Thread(target=api.serve_forever, name="query-api", daemon=True).start()
     logger.info("query API on http://127.0.0.1:%d", settings.local_api_port)
-    stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     print("ready", flush=True)
     try:
-        worker.run(sqs_client(settings), queue.url, queue.arn, handler, stop)
+        worker.run(sqs, queue.url, queue.arn, handler, stop, before_batch=lambda batch: durable.mirror_created(s3, mirror, batch))
     finally:
+        try:
+            reconciler.run_once()  # a last mirror pass: what the bucket holds now is on disk
+        except Exception:
+            logger.exception("the last mirror pass failed")
         api.shutdown()
         server.stop()
         sys.exit(0)

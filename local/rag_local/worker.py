@@ -3,6 +3,8 @@
 Same batch shape (``{"Records": [...]}`` with ``eventSource: aws:sqs``), and only the
 messages the handler did not report in ``batchItemFailures`` are deleted; the others
 come back after the visibility timeout and land in the DLQ after maxReceiveCount.
+A ``before_batch`` hook sees each batch first (``rag up`` mirrors the new objects to disk
+there, so they survive a restart: see ``rag_local.durable``).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from rag_local.lambdas import LocalContext
 logger = logging.getLogger("rag.worker")
 
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
+BatchHook = Callable[[list[dict[str, Any]]], None]
 
 
 def sqs_lambda_record(message: dict[str, Any], queue_arn: str, region: str) -> dict[str, Any]:
@@ -43,8 +46,10 @@ class Delivery:
     failed: int = 0
 
 
-def poll_once(sqs: Any, queue_url: str, queue_arn: str, handler: Handler, *, wait_seconds: int = 1) -> Delivery:
-    """Receive up to 10 messages and run the handler on them as one batch."""
+def poll_once(
+    sqs: Any, queue_url: str, queue_arn: str, handler: Handler, *, wait_seconds: int = 1, before_batch: BatchHook | None = None
+) -> Delivery:
+    """Receive up to 10 messages and run the handler on them as one batch (after ``before_batch``)."""
     response = sqs.receive_message(
         QueueUrl=queue_url,
         MaxNumberOfMessages=10,
@@ -55,6 +60,11 @@ def poll_once(sqs: Any, queue_url: str, queue_arn: str, handler: Handler, *, wai
     messages = response.get("Messages", [])
     if not messages:
         return Delivery()
+    if before_batch is not None:
+        try:
+            before_batch(messages)
+        except Exception:  # the hook must never hold up delivery
+            logger.exception("the before-batch hook failed on %d messages; delivering them anyway", len(messages))
     region = queue_arn.split(":")[3]
     event = {"Records": [sqs_lambda_record(m, queue_arn, region) for m in messages]}
     try:
@@ -76,11 +86,13 @@ def poll_once(sqs: Any, queue_url: str, queue_arn: str, handler: Handler, *, wai
     return Delivery(len(messages), len(failed))
 
 
-def run(sqs: Any, queue_url: str, queue_arn: str, handler: Handler, stop: threading.Event) -> None:
+def run(
+    sqs: Any, queue_url: str, queue_arn: str, handler: Handler, stop: threading.Event, before_batch: BatchHook | None = None
+) -> None:
     """Poll until ``stop`` is set."""
     while not stop.is_set():
         try:
-            poll_once(sqs, queue_url, queue_arn, handler, wait_seconds=1)
+            poll_once(sqs, queue_url, queue_arn, handler, wait_seconds=1, before_batch=before_batch)
         except Exception:
             logger.exception("polling the queue failed; retrying in 2 s")
             stop.wait(2)

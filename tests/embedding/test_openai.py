@@ -49,6 +49,20 @@ def test_persistent_5xx_raises_embedding_error_after_the_retries(monkeypatch):
     assert len(fake.requests) == 4  # first try + max_retries (3)
 
 
+def test_an_input_the_api_refuses_is_a_permanent_error_and_throttling_is_not(monkeypatch):
+    from rag.errors import is_transient
+
+    with FakeOpenAI() as fake:
+        fake.fail_next = [400]
+        with pytest.raises(EmbeddingError) as refused:
+            embedder(fake, monkeypatch).embed(["hello"])
+        fake.fail_next = [429] * 10
+        with pytest.raises(EmbeddingError) as throttled:
+            embedder(fake, monkeypatch).embed(["hello"])
+    assert not is_transient(refused.value) and "HTTP 400" in str(refused.value)
+    assert is_transient(throttled.value)
+
+
 def test_dimensions_are_sent_only_when_they_differ_from_the_model(monkeypatch):
     with FakeOpenAI() as fake:
         vectors = embedder(fake, monkeypatch, embedding_dimension=512).embed(["hello"])

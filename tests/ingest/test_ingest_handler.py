@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterator
 
 import boto3
 import pytest
-from moto import mock_aws
 
 from rag_local.lambdas import LocalContext, load_handler_module
 
@@ -28,15 +26,6 @@ TRANSCRIPT = "\n".join(
 )
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture
-def s3(database_url: str) -> Iterator[object]:
-    with mock_aws():
-        client = boto3.client("s3", region_name="us-east-1")
-        client.create_bucket(Bucket=BUCKET)
-        client.put_bucket_versioning(Bucket=BUCKET, VersioningConfiguration={"Status": "Enabled"})
-        yield client
 
 
 @pytest.fixture

@@ -7,12 +7,10 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
-import boto3
 import pytest
-from moto import mock_aws
 
 from rag.events import ObjectChange
 from rag.ingest import Ingestor
@@ -41,15 +39,6 @@ class S3WithHook:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._client, name)
-
-
-@pytest.fixture
-def s3(database_url: str) -> Iterator[Any]:
-    with mock_aws():
-        client = boto3.client("s3", region_name="us-east-1")
-        client.create_bucket(Bucket=BUCKET)
-        client.put_bucket_versioning(Bucket=BUCKET, VersioningConfiguration={"Status": "Enabled"})
-        yield client
 
 
 @pytest.fixture

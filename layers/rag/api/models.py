@@ -6,7 +6,7 @@ from datetime import date, datetime
 from typing import Annotated, Any, Literal, get_args
 from uuid import UUID
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
 SearchType = Literal["chunk", "segment", "decision", "risk", "opportunity", "task"]
 ALL_TYPES: tuple[SearchType, ...] = get_args(SearchType)
@@ -24,8 +24,21 @@ def _without_nul(value: str) -> str:
     return value
 
 
-# Any free text of a request that reaches SQL.
-PlainText = Annotated[str, AfterValidator(_without_nul)]
+def _valid_unicode(value: Any) -> Any:
+    """A string that UTF-8 (and so PostgreSQL) can hold: JSON's "\\ud800" escape gives a lone surrogate."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise ValueError(
+                f"contains a lone surrogate ({value[exc.start]!r} at character {exc.start}); expected valid Unicode text"
+            ) from None
+    return value
+
+
+# Any free text of a request that reaches SQL. The surrogate check runs first: pydantic's own
+# check of a constrained str would otherwise answer with a message that does not say why.
+PlainText = Annotated[str, BeforeValidator(_valid_unicode), AfterValidator(_without_nul)]
 
 
 class Strict(BaseModel):
@@ -48,7 +61,9 @@ class SearchFilters(Strict):
 
 
 class SearchRequest(Strict):
-    query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS, description="the question, in natural language")
+    query: Annotated[str, BeforeValidator(_valid_unicode)] = Field(
+        min_length=1, max_length=MAX_QUERY_CHARS, description="the question, in natural language"
+    )
     project_ids: list[str] = Field(default_factory=list, max_length=100, description="limit to these projects")
     document_ids: list[UUID] = Field(default_factory=list, max_length=100, description="limit to these documents")
     filters: SearchFilters | None = None

@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-from rag.errors import RagError
+from rag.errors import RagError, TransientError
 
-
-class TransientError(RagError):
-    """Worth retrying the whole batch later (database, LLM or embedding API unavailable).
-
-    The stage Lambdas raise it under this name: the state machine's Retry matches on it.
-    """
+# The stage Lambdas raise TransientError under this name: the state machine's Retry matches on it.
+__all__ = ["DocumentError", "LLMOutputError", "TransientError"]
 
 
 class DocumentError(RagError):

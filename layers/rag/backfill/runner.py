@@ -6,9 +6,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
 from rag.backfill.documents import ClaimedDocument, StageName, claim_batch, count_remaining, mark_advanced, record_error
-from rag.backfill.errors import TransientError
 from rag.backfill.progress import StageResult
-from rag.errors import EmbeddingError
+from rag.errors import TransientError, is_transient
 
 if TYPE_CHECKING:
     import psycopg
@@ -36,13 +35,6 @@ class ModelStage:
         self.settings = settings
         self.embedder = embedder
         self.model_id = embedder.model_id
-
-
-def is_transient(exc: BaseException) -> bool:
-    """Errors of the environment, not of the document: the whole batch is retried later."""
-    import psycopg
-
-    return isinstance(exc, (TransientError, EmbeddingError, psycopg.OperationalError))
 
 
 def run_stage(

@@ -60,7 +60,8 @@ class BedrockEmbedder:
                 modelId=self.model, body=body, contentType="application/json", accept="application/json"
             )
         except (ClientError, BotoCoreError) as exc:
-            raise EmbeddingError(f"Bedrock {self.model} failed after retries: {exc}") from exc
+            refused = isinstance(exc, ClientError) and exc.response.get("Error", {}).get("Code") == "ValidationException"
+            raise EmbeddingError(f"Bedrock {self.model} failed after retries: {exc}", transient=not refused) from exc
         return json.loads(response["body"].read())["embedding"]
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:

@@ -86,7 +86,8 @@ class OpenAIEmbedder:
                 response = self._client.embeddings.create(model=self.model, input=batch, **extra)
             except openai.APIStatusError as exc:
                 raise EmbeddingError(
-                    f"OpenAI embeddings ({self.model}) failed with HTTP {exc.status_code} after retries: {exc.message}"
+                    f"OpenAI embeddings ({self.model}) failed with HTTP {exc.status_code} after retries: {exc.message}",
+                    transient=exc.status_code not in (400, 413, 422),  # the input itself was refused
                 ) from exc
             except openai.APIConnectionError as exc:
                 raise EmbeddingError(f"OpenAI embeddings ({self.model}): cannot connect: {exc}") from exc

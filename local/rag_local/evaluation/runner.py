@@ -161,9 +161,7 @@ def ingest(transcripts: list[Transcript], database_url: str, *, progress: bool) 
         queue = create_ingest_resources(s3, sqs, EVAL_BUCKET, EVAL_QUEUE, settings.aws_region)
         sqs.purge_queue(QueueUrl=queue.url)  # S3's test event; no object change
         for transcript in tqdm(transcripts, desc="upload", unit="file", disable=not progress):
-            s3.put_object(
-                Bucket=EVAL_BUCKET, Key=transcript.key, Body=transcript.path.read_bytes(), Metadata={"tenant": EVAL_TENANT}
-            )
+            s3.put_object(Bucket=EVAL_BUCKET, Key=object_key(transcript), Body=transcript.path.read_bytes())
         failed_messages = 0
         with tqdm(total=len(transcripts), desc="ingest", unit="file", disable=not progress) as bar:
             while (delivery := poll_once(sqs, queue.url, queue.arn, handler, wait_seconds=0)).received:
@@ -172,7 +170,7 @@ def ingest(transcripts: list[Transcript], database_url: str, *, progress: bool) 
         if failed_messages:
             raise EvalError(f"{failed_messages} ingest message(s) failed; the handler's log above says why")
 
-    keys = {t.key: t for t in transcripts}
+    keys = {object_key(t): t for t in transcripts}
     with connect(database_url) as conn:
         rows = conn.execute(
             "SELECT object_key, id, status, error FROM documents WHERE bucket = %s", (EVAL_BUCKET,)
@@ -183,6 +181,11 @@ def ingest(transcripts: list[Transcript], database_url: str, *, progress: bool) 
     documents = {keys[key].meeting_id: str(doc_id) for key, doc_id, status, _ in rows if key in keys and status != "failed"}
     failures = {keys[key].meeting_id: error for key, _, status, error in rows if key in keys and status == "failed"}
     return documents, failures
+
+
+def object_key(transcript: Transcript) -> str:
+    """Where the eval uploads a transcript: its tenant is the key's (the ingest contract)."""
+    return f"tenants/{EVAL_TENANT}/{transcript.key}"
 
 
 def search(handler: Any, body: dict[str, Any]) -> dict[str, Any]:

@@ -1,0 +1,404 @@
+"""Local S3 state that survives a restart of ``rag up``, and a reconcile that re-derives lost work.
+
+Why: moto keeps buckets and queues in memory, so killing the services process (``kill -9``,
+``rag down``) lost every uploaded object and every queued notification; and moto 5.2.5 sends
+no notification for a delete marker on a versioned bucket, so a local delete never reached
+the database. The design below works without patching moto; it is the simplest found that
+loses nothing:
+
+- **Mirror.** A copy of the bucket on disk, ``<RAG_LOCAL_DIR>/s3/<bucket>/<sha256 of key>.obj``:
+  one JSON header line (key, ETag, content type, user metadata), then the object's bytes. Each
+  write goes to a temporary file that is renamed over the old one, so a kill leaves the old or
+  the new copy, never half of one. A deleted key keeps a header-only tombstone until its
+  ``documents`` row is gone, so a delete survives a restart too.
+- **When the mirror is written.** As soon as we learn of an object: ``rag ingest`` right after
+  each upload; the worker for each ``ObjectCreated`` record before it hands the batch to the
+  handler; and a reconcile every ``RECONCILE_SECONDS`` that lists the bucket's versions (it
+  catches ``aws s3 cp`` uploads while the worker is busy embedding). What a ``kill -9`` can
+  still lose is an ``aws s3 cp`` upload of the last few seconds that neither has seen yet
+  (with an idle worker, under a second); ``rag down`` first runs one last mirror pass.
+- **Restore.** On start, before the worker runs, every mirrored object that the fresh bucket
+  does not hold is put back. The puts fire ordinary notifications, so the handler re-checks
+  each object: unchanged content is a cheap no-op (sha256), and work whose queued message died
+  with moto is done again.
+- **Reconcile against the database.** An object whose ``documents`` row is missing or records
+  another version gets a synthetic ``ObjectCreated:Put`` record (only while the queue is idle,
+  so it never doubles a notification still on its way); a row whose object is gone (a delete
+  marker, or a tombstone from before a restart) gets ``ObjectRemoved:DeleteMarkerCreated``. Both
+  are in the shape S3 sends, and the handler re-reads the object either way. Each is enqueued
+  once per object version and process, so a message that exhausts its retries stays in the
+  DLQ (``rag redrive``) instead of looping. A row with no object and no trace of a delete (say,
+  ingested before the mirror existed) is logged and left alone: rows are never deleted without
+  evidence that the object was.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import secrets
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote_plus, unquote_plus
+
+if TYPE_CHECKING:
+    import psycopg
+
+    from rag.config import Settings
+
+logger = logging.getLogger("rag.durable")
+
+RECONCILE_SECONDS = 3.0
+NOTIFICATION_ID = "ingest"  # the bucket notification's Id (services.create_ingest_resources)
+
+
+def plain_etag(etag: str | None) -> str | None:
+    """An ETag without the quotes S3 puts around it."""
+    return etag.strip('"') if etag else None
+
+
+# --- the mirror ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MirrorEntry:
+    key: str
+    etag: str | None = None
+    content_type: str | None = None
+    metadata: dict[str, str] = field(default_factory=dict)
+    deleted: bool = False  # a tombstone: the key was deleted and its rows may still exist
+
+
+class Mirror:
+    """The on-disk copy of one bucket (file names are the sha256 of the key: any key fits)."""
+
+    def __init__(self, root: Path, bucket: str) -> None:
+        self.bucket = bucket
+        self.directory = root / bucket
+
+    @classmethod
+    def for_settings(cls, settings: Settings) -> Mirror:
+        return cls(settings.local_dir / "s3", settings.local_bucket)
+
+    def _path(self, key: str) -> Path:
+        return self.directory / f"{hashlib.sha256(key.encode()).hexdigest()}.obj"
+
+    def write(self, entry: MirrorEntry, data: bytes = b"") -> None:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        path = self._path(entry.key)
+        header = {"key": entry.key, "etag": entry.etag, "content_type": entry.content_type,
+                  "metadata": entry.metadata, "deleted": entry.deleted}  # fmt: skip
+        temporary = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+        with open(temporary, "wb") as out:
+            out.write(json.dumps(header).encode() + b"\n")
+            out.write(data)
+        os.replace(temporary, path)
+
+    def entry(self, key: str) -> MirrorEntry | None:
+        try:
+            with open(self._path(key), "rb") as file:
+                return _entry(file.readline())
+        except FileNotFoundError:
+            return None
+
+    def read(self, key: str) -> tuple[MirrorEntry, bytes] | None:
+        try:
+            with open(self._path(key), "rb") as file:
+                return _entry(file.readline()), file.read()
+        except FileNotFoundError:
+            return None
+
+    def entries(self) -> dict[str, MirrorEntry]:
+        found = {}
+        for path in self.directory.glob("*.obj"):
+            try:
+                with open(path, "rb") as file:
+                    entry = _entry(file.readline())
+            except (FileNotFoundError, ValueError):
+                continue  # removed meanwhile, or not ours
+            found[entry.key] = entry
+        return found
+
+    def forget(self, key: str) -> None:
+        self._path(key).unlink(missing_ok=True)
+
+
+def _entry(header: bytes) -> MirrorEntry:
+    fields = json.loads(header)
+    return MirrorEntry(fields["key"], fields.get("etag"), fields.get("content_type"),
+                       fields.get("metadata") or {}, bool(fields.get("deleted")))  # fmt: skip
+
+
+def copy_to_mirror(s3: Any, mirror: Mirror, key: str) -> MirrorEntry | None:
+    """The object as it is now, into the mirror; None when it no longer exists."""
+    try:
+        response = s3.get_object(Bucket=mirror.bucket, Key=key)
+    except s3.exceptions.NoSuchKey:
+        return None
+    data = response["Body"].read()
+    entry = MirrorEntry(key, plain_etag(response.get("ETag")), response.get("ContentType"), response.get("Metadata") or {})
+    mirror.write(entry, data)
+    logger.info("mirrored s3://%s/%s (%d bytes, etag %s)", mirror.bucket, key, len(data), entry.etag)
+    return entry
+
+
+def mirror_created(s3: Any, mirror: Mirror, messages: Sequence[dict[str, Any]]) -> None:
+    """The worker's hook: mirror each object of an ObjectCreated record before the handler runs."""
+    for message in messages:
+        for bucket, key, etag in _created_objects(message.get("Body", "")):
+            if bucket != mirror.bucket:
+                continue
+            known = mirror.entry(key)
+            if known is not None and not known.deleted and known.etag == etag:
+                continue  # already on disk (rag ingest writes it right after the upload)
+            try:
+                copy_to_mirror(s3, mirror, key)
+            except Exception:
+                logger.exception("could not mirror s3://%s/%s; the next reconcile tries again", bucket, key)
+
+
+def _created_objects(body: str) -> Iterator[tuple[str, str, str | None]]:
+    try:
+        message = json.loads(body)
+    except (TypeError, ValueError):
+        return
+    records = message.get("Records") if isinstance(message, dict) else None
+    for record in records if isinstance(records, list) else []:
+        if record.get("eventSource") == "aws:s3" and str(record.get("eventName", "")).startswith("ObjectCreated:"):
+            s3 = record.get("s3", {})
+            obj = s3.get("object", {})
+            yield s3.get("bucket", {}).get("name"), unquote_plus(obj.get("key", "")), plain_etag(obj.get("eTag"))
+
+
+# --- what the bucket holds ----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Current:
+    version_id: str | None
+    etag: str | None
+    size: int
+
+
+@dataclass(frozen=True)
+class BucketState:
+    current: dict[str, Current]  # key -> its latest version, for keys that exist
+    deleted: dict[str, str | None]  # key -> version id of the delete marker that is its latest version
+
+
+def list_bucket(s3: Any, bucket: str) -> BucketState:
+    current: dict[str, Current] = {}
+    deleted: dict[str, str | None] = {}
+    for page in s3.get_paginator("list_object_versions").paginate(Bucket=bucket):
+        for version in page.get("Versions", []):
+            if version.get("IsLatest"):
+                current[version["Key"]] = Current(version.get("VersionId"), plain_etag(version.get("ETag")), version.get("Size", 0))
+        for marker in page.get("DeleteMarkers", []):
+            if marker.get("IsLatest"):
+                deleted[marker["Key"]] = marker.get("VersionId")
+    return BucketState(current, deleted)
+
+
+def s3_event(event_name: str, bucket: str, key: str, region: str, *, size: int | None = None,
+             etag: str | None = None, version_id: str | None = None) -> dict[str, Any]:  # fmt: skip
+    """One S3 event notification, in the shape S3 sends to SQS (the key URL-encoded as S3 does)."""
+    obj: dict[str, Any] = {"key": quote_plus(key, safe="/")}
+    if size is not None:
+        obj["size"] = size
+    if etag is not None:
+        obj["eTag"] = etag
+    if version_id is not None:
+        obj["versionId"] = version_id
+    obj["sequencer"] = f"{time.time_ns():018X}"
+    now = datetime.now(timezone.utc)
+    return {
+        "Records": [
+            {
+                "eventVersion": "2.1",
+                "eventSource": "aws:s3",
+                "awsRegion": region,
+                "eventTime": now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z",
+                "eventName": event_name,
+                "userIdentity": {"principalId": "rag-local-reconcile"},
+                "requestParameters": {"sourceIPAddress": "127.0.0.1"},
+                "responseElements": {"x-amz-request-id": secrets.token_hex(8).upper(), "x-amz-id-2": secrets.token_urlsafe(48)},
+                "s3": {
+                    "s3SchemaVersion": "1.0",
+                    "configurationId": NOTIFICATION_ID,
+                    "bucket": {"name": bucket, "ownerIdentity": {"principalId": "rag-local"}, "arn": f"arn:aws:s3:::{bucket}"},
+                    "object": obj,
+                },
+            }
+        ]
+    }
+
+
+# --- restore and reconcile ----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Reconciled:
+    """What one pass did, key by key."""
+
+    mirrored: list[str] = field(default_factory=list)
+    tombstoned: list[str] = field(default_factory=list)
+    created: list[str] = field(default_factory=list)  # synthetic ObjectCreated:Put enqueued
+    removed: list[str] = field(default_factory=list)  # synthetic ObjectRemoved:DeleteMarkerCreated enqueued
+
+
+class Reconciler:
+    """Keeps mirror, bucket and ``documents`` rows converging; remembers what it enqueued (per process)."""
+
+    def __init__(self, s3: Any, sqs: Any, mirror: Mirror, queue_url: str, region: str,
+                 prefixes: Sequence[str] = ("projects/",)) -> None:  # fmt: skip
+        self.s3, self.sqs, self.mirror = s3, sqs, mirror
+        self.bucket = mirror.bucket
+        self.queue_url, self.region = queue_url, region
+        self.prefixes = tuple(prefixes)  # the keys the bucket notification covers
+        self.enqueued: set[tuple[str, str]] = set()
+        self.orphans_reported: set[str] = set()
+
+    def restore(self) -> list[str]:
+        """Put back every mirrored object the bucket knows nothing of (a fresh moto: all of them)."""
+        state = list_bucket(self.s3, self.bucket)
+        restored = []
+        for key in sorted(self.mirror.entries()):
+            if key in state.current or key in state.deleted:
+                continue  # never overwrite what the bucket holds now
+            found = self.mirror.read(key)
+            if found is None or found[0].deleted:
+                continue
+            entry, data = found
+            extra = {"ContentType": entry.content_type} if entry.content_type else {}
+            response = self.s3.put_object(Bucket=self.bucket, Key=key, Body=data, Metadata=entry.metadata, **extra)
+            etag = plain_etag(response.get("ETag"))
+            if etag != entry.etag:
+                self.mirror.write(replace(entry, etag=etag), data)
+            # Its notification is on the queue: no synthetic record for this version.
+            self.enqueued.add((key, response.get("VersionId") or etag or ""))
+            restored.append(key)
+            logger.info("restored s3://%s/%s from the local mirror (%d bytes); its notification re-runs the ingest",
+                        self.bucket, key, len(data))  # fmt: skip
+        return restored
+
+    def run_once(self, conn: psycopg.Connection | None = None) -> Reconciled:
+        """Mirror what changed in the bucket; with a connection, also enqueue what the rows miss."""
+        state = list_bucket(self.s3, self.bucket)
+        result = Reconciled()
+        self._sync_mirror(state, result)
+        if conn is not None:
+            self._sync_rows(conn, state, result)
+        return result
+
+    def _sync_mirror(self, state: BucketState, result: Reconciled) -> None:
+        entries = self.mirror.entries()
+        for key, current in state.current.items():
+            entry = entries.get(key)
+            if (entry is None or entry.deleted or entry.etag != current.etag) and copy_to_mirror(self.s3, self.mirror, key):
+                result.mirrored.append(key)
+        for key, entry in entries.items():
+            if entry.deleted or key in state.current or self._exists(key):
+                continue  # (uploaded and mirrored after the listing: the listing is stale for it)
+            self.mirror.write(MirrorEntry(key, deleted=True))
+            result.tombstoned.append(key)
+            logger.info("s3://%s/%s was deleted; the mirror keeps a tombstone until its rows are gone", self.bucket, key)
+
+    def _sync_rows(self, conn: psycopg.Connection, state: BucketState, result: Reconciled) -> None:
+        idle = self._queue_idle()  # after listing, before reading rows: a row missing now is not on its way
+        rows = {
+            key: (version_id, etag)
+            for key, version_id, etag in conn.execute(
+                "SELECT object_key, s3_version_id, etag FROM documents WHERE bucket = %s", (self.bucket,)
+            ).fetchall()
+        }
+        for key, current in state.current.items():
+            if not key.startswith(self.prefixes) or _row_matches(rows.get(key), current):
+                continue
+            mark = (key, current.version_id or current.etag or "")
+            if idle and mark not in self.enqueued:
+                self._send(s3_event("ObjectCreated:Put", self.bucket, key, self.region, size=current.size,
+                                    etag=current.etag, version_id=current.version_id))  # fmt: skip
+                self.enqueued.add(mark)
+                result.created.append(key)
+                logger.info("s3://%s/%s (version %s) has no up-to-date documents row and nothing is queued: "
+                            "enqueued a synthetic ObjectCreated:Put", self.bucket, key, current.version_id)  # fmt: skip
+        tombstones = {key for key, entry in self.mirror.entries().items() if entry.deleted}
+        for key in rows:
+            if key in state.current:
+                continue
+            if key in state.deleted or key in tombstones:
+                marker_version = state.deleted.get(key)
+                mark = (key, f"removed:{marker_version}")
+                if mark not in self.enqueued:
+                    self._send(s3_event("ObjectRemoved:DeleteMarkerCreated", self.bucket, key, self.region,
+                                        version_id=marker_version))  # fmt: skip
+                    self.enqueued.add(mark)
+                    result.removed.append(key)
+                    logger.info("s3://%s/%s is deleted but its documents row remains: enqueued a synthetic "
+                                "ObjectRemoved:DeleteMarkerCreated", self.bucket, key)  # fmt: skip
+            elif key not in self.orphans_reported:
+                self.orphans_reported.add(key)
+                logger.warning("documents row of s3://%s/%s has no object in the bucket and no record of a delete "
+                               "(ingested before the local mirror existed?); left in place", self.bucket, key)  # fmt: skip
+        for key in tombstones - rows.keys() - state.current.keys():
+            self.mirror.forget(key)  # its rows are gone: the delete is complete
+
+    def _exists(self, key: str) -> bool:
+        from botocore.exceptions import ClientError
+
+        try:
+            self.s3.head_object(Bucket=self.bucket, Key=key)
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound"):
+                return False
+            raise
+        return True
+
+    def _queue_idle(self) -> bool:
+        names = ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible", "ApproximateNumberOfMessagesDelayed"]
+        attributes = self.sqs.get_queue_attributes(QueueUrl=self.queue_url, AttributeNames=names)["Attributes"]
+        return all(int(attributes.get(name, 0)) == 0 for name in names)
+
+    def _send(self, event: dict[str, Any]) -> None:
+        self.sqs.send_message(QueueUrl=self.queue_url, MessageBody=json.dumps(event))
+
+
+def _row_matches(row: tuple[str | None, str | None] | None, current: Current) -> bool:
+    if row is None:
+        return False
+    version_id, etag = row
+    if version_id and current.version_id:
+        return version_id == current.version_id
+    return etag is not None and etag == current.etag
+
+
+def reconcile_with_database(reconciler: Reconciler, database_url: Callable[[], str]) -> Reconciled:
+    """One pass on a short-lived connection; without the database, the mirror pass alone."""
+    from rag.store.connection import connect
+
+    try:
+        conn = connect(database_url())
+    except Exception as exc:
+        logger.warning("reconcile: database unreachable (%s); mirrored the bucket only", exc)
+        return reconciler.run_once(None)
+    with conn:
+        return reconciler.run_once(conn)
+
+
+def run(reconciler: Reconciler, database_url: Callable[[], str], stop: threading.Event,
+        interval: float = RECONCILE_SECONDS) -> None:  # fmt: skip
+    """Reconcile now and every ``interval`` seconds until ``stop`` is set."""
+    while True:
+        try:
+            reconcile_with_database(reconciler, database_url)
+        except Exception:
+            logger.exception("reconcile pass failed; trying again in %.0f s", interval)
+        if stop.wait(interval):
+            return

@@ -1,0 +1,144 @@
+"""``rag serve``'s HTTP server against hostile clients: bad Content-Length, silence, trickled bodies.
+
+Raw sockets, because an HTTP client library would not send what these tests send. A hang
+is the bug here, so every read waits at most ``PATIENCE`` seconds and then fails the test.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from rag.config import Settings
+from rag_local.api_server import content_length, make_server
+
+PATIENCE = 20.0  # seconds a test waits for the server before calling it hung
+SERVER_TIMEOUT = 1.0  # the server's client timeout in these tests
+
+
+@pytest.fixture(scope="module")
+def address() -> Iterator[tuple[str, int]]:
+    server = make_server(Settings(api_keys="limits-key=acme"), port=0, timeout=SERVER_TIMEOUT)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server.server_address[:2]
+    server.shutdown()
+    server.server_close()
+
+
+def connect(address: tuple[str, int]) -> socket.socket:
+    sock = socket.create_connection(address, timeout=PATIENCE)
+    sock.settimeout(PATIENCE)
+    return sock
+
+
+def read_until_closed(sock: socket.socket) -> bytes:
+    """Everything the server sends until it closes the connection (a hang raises socket.timeout)."""
+    received = b""
+    try:
+        while chunk := sock.recv(65536):
+            received += chunk
+    except ConnectionResetError:
+        pass  # closed with bytes of ours still unread: a reset instead of a clean end, after the answer
+    return received
+
+
+def parse(response: bytes) -> tuple[int, dict[str, str], dict]:
+    head, _, body = response.partition(b"\r\n\r\n")
+    status_line, *header_lines = head.decode("latin-1").split("\r\n")
+    headers = {name.lower(): value.strip() for name, _, value in (line.partition(":") for line in header_lines)}
+    return int(status_line.split()[1]), headers, json.loads(body)
+
+
+def request(address: tuple[str, int], head: str, body: bytes = b"") -> tuple[int, dict[str, str], dict]:
+    with connect(address) as sock:
+        sock.sendall(head.encode("latin-1") + b"\r\n" + body)
+        return parse(read_until_closed(sock))
+
+
+def search_head(*extra_headers: str) -> str:
+    lines = ["POST /v1/search HTTP/1.1", "Host: 127.0.0.1", "Content-Type: application/json", *extra_headers]
+    return "".join(f"{line}\r\n" for line in lines)
+
+
+@pytest.mark.parametrize("value", ["abc", "-1", "-0", "1e3", "0x10", "+5", "12 13", "²"])
+def test_a_bad_content_length_is_400_json(address, value):
+    status, headers, body = request(address, search_head(f"Content-Length: {value}"), b'{"query": "x"}')
+    assert status == 400
+    assert headers["content-type"] == "application/json" and headers["connection"] == "close"
+    assert body["error"]["code"] == "invalid_content_length"
+    assert "expected Content-Length to be a non-negative integer" in body["error"]["message"]
+    assert repr(value) in body["error"]["message"]
+
+
+def test_two_different_content_lengths_are_400(address):
+    status, _, body = request(address, search_head("Content-Length: 2", "Content-Length: 14"), b'{"query": "x"}')
+    assert status == 400 and body["error"]["code"] == "invalid_content_length"
+
+
+def test_content_length_parsing():
+    assert content_length([]) == 0
+    assert content_length(["14"]) == 14 and content_length([" 14 ", "14"]) == 14
+    assert [content_length([v]) for v in ("-1", "abc", "", "1.0", "²")] == [None] * 5
+    assert content_length(["2", "14"]) is None
+
+
+def test_an_oversized_body_is_413_without_reading_it(address):
+    status, _, body = request(address, search_head("Content-Length: 7000000"), b"{}")
+    assert status == 413 and body["error"]["code"] == "too_large" and "at most 6291456 bytes" in body["error"]["message"]
+
+
+def test_a_body_that_never_arrives_in_full_is_dropped(address):
+    with connect(address) as sock:
+        sock.sendall((search_head("Content-Length: 100") + "\r\n").encode() + b'{"query": ')  # 10 of 100 bytes, then silence
+        status, headers, body = parse(read_until_closed(sock))
+    assert status == 408 and headers["connection"] == "close"
+    assert body["error"]["code"] == "request_timeout"
+    assert body["error"]["message"] == f"expected the 100-byte body within {SERVER_TIMEOUT:g} s, got 10 bytes"
+
+
+def test_a_body_trickled_a_byte_at_a_time_is_cut_at_the_deadline(address):
+    # Each byte comes well within the per-read timeout; only a deadline on the whole body stops it.
+    body = b'{"query": "' + b"x" * 27 + b'"}'
+    with connect(address) as sock:
+        sock.sendall((search_head(f"Content-Length: {len(body)}") + "\r\n").encode())
+        sent = 0
+        sock.setblocking(False)
+        while sent < len(body):
+            try:
+                if sock.recv(1, socket.MSG_PEEK):
+                    break  # the server answered before the end of the body
+            except BlockingIOError:
+                pass
+            sock.send(body[sent : sent + 1])
+            sent += 1
+            time.sleep(SERVER_TIMEOUT * 0.3)
+        sock.setblocking(True)
+        sock.settimeout(PATIENCE)
+        status, _, answer = parse(read_until_closed(sock))
+    assert status == 408 and answer["error"]["code"] == "request_timeout"
+    assert sent < len(body)
+
+
+@pytest.mark.parametrize(
+    "partial",
+    [b"", b"GET /v1/openapi.json HTTP/1.1\r\n", b"GET /v1/openapi.json HTTP/1.1\r\nHost: 127.0.0.1\r\n"],
+    ids=["nothing", "request-line", "headers-unfinished"],
+)
+def test_a_silent_client_is_disconnected(address, partial):
+    with connect(address) as sock:
+        sock.sendall(partial)
+        assert read_until_closed(sock) == b""  # closed by the server, not by this test's patience
+
+
+def test_a_complete_request_is_still_served(address):
+    body = json.dumps({"query": "battery"}).encode()
+    status, headers, answer = request(address, search_head(f"Content-Length: {len(body)}"), body)
+    assert status == 401 and answer["error"]["code"] == "unauthenticated"  # it reached the query handler
+    status, _, schema = request(address, "GET /v1/openapi.json HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+    assert status == 200 and schema["info"]["title"] == "Meeting RAG query API"

@@ -1,0 +1,99 @@
+"""`rag up` end to end: kill -9 the services, `rag up` again, and nothing uploaded is gone; deletes reach the rows."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import boto3
+import psycopg
+import pytest
+
+pytestmark = pytest.mark.slow
+
+BUCKET = "durable-e2e"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "parsing"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for(condition: Callable[[], object], what: str, timeout: float = 120) -> object:
+    """Poll until ``condition`` is truthy (the bound only stops a hung test; nothing is timed)."""
+    deadline = time.monotonic() + timeout
+    while not (value := condition()):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"gave up waiting for {what}")
+        time.sleep(0.5)
+    return value
+
+
+def test_a_killed_services_process_loses_nothing(tmp_path, database_url):
+    local = tmp_path / "local"
+    moto_port = free_port()
+    env = {
+        **os.environ,
+        "DATABASE_URL": database_url,
+        "RAG_LOCAL_DIR": str(local),
+        "RAG_LOCAL_MOTO_PORT": str(moto_port),
+        "RAG_LOCAL_API_PORT": str(free_port()),
+        "RAG_LOCAL_BUCKET": BUCKET,
+    }
+    env.pop("AWS_ENDPOINT_URL", None)
+    s3 = boto3.client("s3", region_name="us-east-1", endpoint_url=f"http://127.0.0.1:{moto_port}")
+    copied = "projects/durable/standup copy.vtt"  # as `aws s3 cp` uploads: no mirror write of its own
+    copied_body = (FIXTURES / "standup.vtt").read_bytes()
+    ingested = "projects/durable/kickoff.txt"
+
+    def rag(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "rag_local.cli", *args], env=env, capture_output=True, text=True, timeout=300)
+
+    def row(key: str) -> tuple | None:
+        with psycopg.connect(database_url) as conn:
+            return conn.execute(
+                "SELECT s3_version_id, status FROM documents WHERE bucket = %s AND object_key = %s", (BUCKET, key)
+            ).fetchone()
+
+    up = rag("up")
+    try:
+        assert up.returncode == 0, up.stderr
+        s3.put_object(Bucket=BUCKET, Key=copied, Body=copied_body, Metadata={"meeting-date": "2026-11-02"})
+        kickoff = tmp_path / "kickoff.txt"
+        kickoff.write_bytes((FIXTURES / "design_meeting.txt").read_bytes())
+        ingest = rag("ingest", str(kickoff), "--project", "durable", "--quiet", "--timeout", "120")
+        assert ingest.returncode == 0, ingest.stderr
+        wait_for(lambda: row(copied), f"{copied} to be ingested")
+
+        pid = int((local / "run" / "services.pid").read_text())
+        os.kill(pid, signal.SIGKILL)  # moto's memory goes with it
+
+        again = rag("up")
+        assert again.returncode == 0, again.stderr
+        assert "services     started" in again.stdout  # (a killed process is not taken for a running one)
+        assert s3.get_object(Bucket=BUCKET, Key=copied)["Body"].read() == copied_body
+        assert s3.get_object(Bucket=BUCKET, Key=copied)["Metadata"] == {"meeting-date": "2026-11-02"}
+        assert s3.get_object(Bucket=BUCKET, Key=ingested)["Body"].read() == kickoff.read_bytes()
+        # The restore's notifications went through the handler: rows now name the new versions.
+        for key in (copied, ingested):
+            version = s3.head_object(Bucket=BUCKET, Key=key)["VersionId"]
+            wait_for(lambda: row(key) == (version, "raw_ingested"), f"the row of {key} to record version {version}")
+
+        log = (local / "logs" / "services.log").read_text()
+        assert log.count("--- rag up ") == 2 and log.splitlines().count("ready") == 2  # appended, not truncated
+
+        s3.delete_object(Bucket=BUCKET, Key=copied)  # a delete marker: moto sends no notification for it
+        wait_for(lambda: row(copied) is None, f"the rows of {copied} to be deleted")
+        assert row(ingested) is not None
+    finally:
+        down = rag("down")
+    assert down.returncode == 0
+    assert not list(Path(local, "s3", BUCKET).glob("*.tmp"))
