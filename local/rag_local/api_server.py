@@ -176,4 +176,10 @@ def make_server(settings: Settings, port: int | None = None, *, timeout: float =
                 return self._serve
             raise AttributeError(name)
 
-    return ThreadingHTTPServer(("127.0.0.1", settings.local_api_port if port is None else port), Handler)
+    return LocalApiServer(("127.0.0.1", settings.local_api_port if port is None else port), Handler)
+
+
+class LocalApiServer(ThreadingHTTPServer):
+    # socketserver's listen backlog is 5: with dozens of clients connecting at once the kernel
+    # drops the rest and they see a connection reset before any request is read.
+    request_queue_size = 128

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import os
 import signal
@@ -13,6 +14,7 @@ from pathlib import Path
 
 from rag.config import Settings, get_settings
 
+STOP_WAIT_SECONDS = 30  # rag down: how long the services get to finish the batch in hand before SIGKILL
 INGEST_SUFFIXES = {".txt", ".vtt", ".srt", ".json", ".md", ".markdown", ".text"}
 
 
@@ -35,6 +37,14 @@ def _services_pid(settings: Settings) -> int | None:
     except (ProcessLookupError, ValueError):
         return None
     return None if _is_zombie(pid) else pid
+
+
+def _is_running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return not _is_zombie(pid)
 
 
 def _is_zombie(pid: int) -> bool:
@@ -129,14 +139,14 @@ def cmd_down(args: argparse.Namespace, settings: Settings) -> int:
     pid = _services_pid(settings)
     if pid is not None:
         os.kill(pid, signal.SIGTERM)
-        for _ in range(50):
-            try:
-                os.kill(pid, 0)
-            except ProcessLookupError:
+        # The worker finishes the batch in hand first (embedding it can take a while).
+        for _ in range(STOP_WAIT_SECONDS * 10):
+            if not _is_running(pid):
                 break
             time.sleep(0.1)
         else:
-            os.kill(pid, signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError):  # it ended just now
+                os.kill(pid, signal.SIGKILL)
         print(f"services     stopped (pid {pid})")
     (_run_dir(settings) / "services.pid").unlink(missing_ok=True)
     if _uses_embedded_database(settings):

@@ -142,3 +142,25 @@ def test_a_complete_request_is_still_served(address):
     assert status == 401 and answer["error"]["code"] == "unauthenticated"  # it reached the query handler
     status, _, schema = request(address, "GET /v1/openapi.json HTTP/1.1\r\nHost: 127.0.0.1\r\n")
     assert status == 200 and schema["info"]["title"] == "Meeting RAG query API"
+
+
+def test_a_burst_of_clients_connecting_at_once_is_queued_not_reset(address):
+    # GIVEN 64 clients that open their connections at the same instant (a chat front end after a deploy)
+    ready = threading.Barrier(64, timeout=PATIENCE)
+    statuses: list[int | str] = []
+
+    def client() -> None:
+        ready.wait()
+        try:
+            statuses.append(request(address, "GET /v1/openapi.json HTTP/1.1\r\nHost: 127.0.0.1\r\n")[0])
+        except OSError as exc:
+            statuses.append(type(exc).__name__)
+
+    threads = [threading.Thread(target=client) for _ in range(64)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=PATIENCE * 3)
+
+    # THEN every one is answered: the listen backlog holds them until a thread is free
+    assert statuses == [200] * 64
