@@ -4,11 +4,12 @@ Thin by design: event parsing is Powertools', the work is ``rag.ingest``.
 SQS batches report partial failures, so one bad message never re-runs the good ones; a message
 that failed for a transient reason (database, S3, embedding provider) comes back with
 exponential backoff (``rag.queue_retry``), and a file that can never be ingested is a ``failed``
-document, not a retry.
+document, not a retry. A file too large to embed in one invocation is continued by a new message.
 """
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
@@ -19,22 +20,27 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from rag.aws import sqs_client
 from rag.config import get_settings
-from rag.errors import is_transient
+from rag.errors import ContinueLater, is_transient
 from rag.events import ObjectChange, changes_from_event, changes_from_sqs_body, event_shape
 from rag.ingest import Ingestor, build_ingestor
-from rag.queue_retry import back_off
+from rag.queue_retry import back_off, continue_later
 from rag.store.connection import connection
 
 logger = Logger(service="ingest")
 tracer = Tracer(service="ingest")
 metrics = Metrics(namespace="MeetingRag", service="ingest")
 processor = BatchProcessor(event_type=EventType.SQS)
+# Share of an invocation's remaining time the embedding may use: the rest writes the document.
+EMBED_SHARE = 0.6
 
 
-def apply_change(ingestor: Ingestor, change: ObjectChange) -> None:
+def apply_change(ingestor: Ingestor, change: ObjectChange, context: LambdaContext) -> None:
+    embed_until = time.monotonic() + context.get_remaining_time_in_millis() / 1000 * EMBED_SHARE
     with logger.append_context_keys(s3_key=change.key, bucket=change.bucket, action=change.action):
         try:
-            result = ingestor.apply(change)
+            result = ingestor.apply(change, embed_until=embed_until)
+        except ContinueLater:
+            raise
         except Exception:
             metrics.add_metric(name="IngestErrors", unit=MetricUnit.Count, value=1)
             logger.exception("ingest failed; the message will be retried")
@@ -54,11 +60,14 @@ def apply_change(ingestor: Ingestor, change: ObjectChange) -> None:
 
 
 @tracer.capture_method
-def record_handler(record: SQSRecord) -> None:
+def record_handler(record: SQSRecord, lambda_context: LambdaContext) -> None:
     ingestor = build_ingestor(get_settings())
     try:
         for change in changes_from_sqs_body(record.body):
-            apply_change(ingestor, change)
+            apply_change(ingestor, change, lambda_context)
+    except ContinueLater as progress:
+        continue_later(sqs_client(get_settings()), record.raw_event)
+        logger.info("continued in a new invocation", extra={"detail": str(progress)})
     except Exception as exc:
         if is_transient(exc):
             delay = back_off(sqs_client(get_settings()), record.raw_event)
@@ -93,5 +102,5 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
         return process_partial_response(event=event, record_handler=record_handler, processor=processor, context=context)
     ingestor = build_ingestor(get_settings())
     for change in changes_from_event(event):
-        apply_change(ingestor, change)
+        apply_change(ingestor, change, context)
     return {"batchItemFailures": []}

@@ -86,6 +86,8 @@ class Ingest(Construct):
                 report_batch_item_failures=True,
             )
         )
+        # A file too large for one invocation is continued by a new message on this queue (rag.queue_retry).
+        self.queue.grant_send_messages(self.function)
         # Read the documents (any version, either key form), nothing else of the bucket.
         self.function.add_to_role_policy(
             iam.PolicyStatement(

@@ -101,6 +101,14 @@ class Settings(BaseSettings):
     llm_max_retries: int = Field(default=4, ge=0)
     llm_timeout_seconds: float = Field(default=120.0, gt=0)
 
+    # --- ingest -----------------------------------------------------------------
+    max_object_bytes: int = Field(
+        default=10 * 1024 * 1024,
+        ge=1,
+        description="larger files are failed from their size, unread: one ingest invocation must be able to write"
+        " the document (bench/large_file.py; about 170 hours of meeting transcript)",
+    )
+
     # --- chunking -------------------------------------------------------------
     chunk_tokens: int = Field(default=512, ge=16)
     chunk_overlap_tokens: int = Field(default=50, ge=0)

@@ -34,6 +34,10 @@ class TransientError(RagError):
     """
 
 
+class ContinueLater(TransientError):
+    """A file too large to embed in one invocation: its progress is saved, a new invocation goes on."""
+
+
 # SQLSTATE classes of errors that say nothing about the input: connection lost (08), deadlock or
 # serialization failure (40), out of resources (53), a lock not available (55), shutdown or a
 # statement timeout (57), system errors (58, XX); and a schema or privilege out of step with the

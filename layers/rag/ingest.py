@@ -12,6 +12,9 @@
   ``failed`` documents with a readable error; transient ones (database, S3, embedding
   provider: ``rag.errors.is_transient``) raise, so the message is retried.
 - No connection is held while the content is read, parsed and embedded.
+- A file too large to embed before ``embed_until`` saves the vectors it has (``ingest_checkpoints``)
+  and raises ``ContinueLater``; the handler hands the event to a new invocation, which embeds only
+  the rest. The write itself stays one transaction.
 """
 
 from __future__ import annotations
@@ -27,8 +30,9 @@ from datetime import date
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any, Literal
 
-from rag.errors import InvalidObjectKey, ParseError, is_transient
+from rag.errors import ContinueLater, InvalidObjectKey, ParseError, is_transient
 from rag.events import ObjectChange, ObjectLocation, location_from_key
+from rag.store import checkpoints
 from rag.store import documents as repo
 
 if TYPE_CHECKING:
@@ -42,7 +46,6 @@ logger = logging.getLogger(__name__)
 Outcome = Literal["ingested", "unchanged", "failed", "deleted", "rejected", "skipped", "superseded"]
 Connections = Callable[[], AbstractContextManager["psycopg.Connection"]]
 DATE_IN_KEY = re.compile(r"(?<!\d)(\d{4}-\d{2}-\d{2})(?!\d)")
-MAX_OBJECT_BYTES = 50 * 1024 * 1024  # larger files are refused from their size, never loaded into memory
 
 
 @dataclass(frozen=True)
@@ -57,7 +60,7 @@ class IngestResult:
 
 @dataclass(frozen=True)
 class FetchedObject:
-    data: bytes | None  # None: over MAX_OBJECT_BYTES, left unread
+    data: bytes | None  # None: over the size limit (Settings.max_object_bytes), left unread
     head: dict[str, Any]  # the GetObject response without its body: VersionId, ETag, Metadata
 
 
@@ -73,7 +76,8 @@ class Ingestor:
         self.embedder = embedder
         self.settings = settings
 
-    def apply(self, change: ObjectChange) -> IngestResult:
+    def apply(self, change: ObjectChange, *, embed_until: float | None = None) -> IngestResult:
+        """Apply one change; ``embed_until`` (a ``time.monotonic()`` instant) bounds the embedding step."""
         started = time.perf_counter()
         try:
             location = location_from_key(change.key, self.settings.default_tenant)
@@ -82,7 +86,7 @@ class Ingestor:
         if change.action == "removed":
             result = self._remove(change)
         else:
-            result = self._ingest(change, location)
+            result = self._ingest(change, location, embed_until)
         return IngestResult(**{**result.__dict__, "seconds": time.perf_counter() - started})
 
     def _remove(self, change: ObjectChange) -> IngestResult:
@@ -93,9 +97,10 @@ class Ingestor:
             if self._current_version(change) is not None:
                 return IngestResult("skipped", change.key, error="object exists again; its creation event ingests it")
             document_id = repo.delete_by_key(conn, change.bucket, change.key)
+            checkpoints.clear(conn, change.bucket, change.key)
         return IngestResult("deleted", change.key, document_id=str(document_id) if document_id else None)
 
-    def _ingest(self, change: ObjectChange, location: ObjectLocation) -> IngestResult:
+    def _ingest(self, change: ObjectChange, location: ObjectLocation, embed_until: float | None) -> IngestResult:
         fetched = self._get_object(change)
         if fetched is None:
             return IngestResult("skipped", change.key, error="object no longer exists; its removal event cleans up")
@@ -123,8 +128,9 @@ class Ingestor:
         try:
             if fetched.data is None:
                 size = fetched.head.get("ContentLength")
-                raise ParseError(f"file is {size} bytes; the limit is {MAX_OBJECT_BYTES} bytes")
-            fields, parsed, chunks, vectors = self._prepare(change, fetched.data, metadata)
+                limit = self.settings.max_object_bytes
+                raise ParseError(f"file is {size} bytes; the limit is {limit} bytes (RAG_MAX_OBJECT_BYTES)")
+            fields, parsed, chunks, vectors = self._prepare(change, source, fetched.data, metadata, embed_until)
             return self._write(
                 source,
                 lambda conn: repo.replace_document(
@@ -145,7 +151,14 @@ class Ingestor:
         result = self._write(source, lambda conn: repo.record_failure(conn, source, fields, error), "failed", 0)
         return IngestResult(**{**result.__dict__, "error": error}) if result.outcome == "failed" else result
 
-    def _prepare(self, change: ObjectChange, data: bytes, metadata: dict[str, str]) -> tuple[Any, Any, Any, Any]:
+    def _prepare(
+        self,
+        change: ObjectChange,
+        source: repo.SourceObject,
+        data: bytes,
+        metadata: dict[str, str],
+        embed_until: float | None,
+    ) -> tuple[Any, Any, Any, Any]:
         """Parse, chunk and embed: everything that needs no database."""
         from rag.chunking import chunk_document
         from rag.parsing import parse_document
@@ -163,8 +176,31 @@ class Ingestor:
             max_tokens=min(self.settings.chunk_tokens, self.embedder.max_input_tokens),
             overlap_tokens=self.settings.chunk_overlap_tokens,
         )
-        vectors = self.embedder.embed([chunk.text for chunk in chunks])
-        return fields, parsed, chunks, vectors
+        return fields, parsed, chunks, self._embed(source, chunks, embed_until)
+
+    def _embed(self, source: repo.SourceObject, chunks: Any, embed_until: float | None) -> list[Any]:
+        """Vectors of ``chunks`` in order, batch by batch; past ``embed_until``, saved and ContinueLater."""
+        model_id = self.embedder.model_id
+        done: dict[int, Any] = {}
+        if embed_until is not None:  # only a run with a deadline can have been continued
+            with self.connections() as conn:
+                done = checkpoints.load(conn, source, model_id)
+        todo = [chunk for chunk in chunks if chunk.index not in done]
+        step = self.settings.embedding_batch_size
+        fresh: dict[int, Any] = {}
+        for start in range(0, len(todo), step):
+            batch = todo[start : start + step]
+            fresh.update(zip((chunk.index for chunk in batch), self.embedder.embed([chunk.text for chunk in batch])))
+            # Checked after a batch, never before: every invocation makes progress.
+            if embed_until is not None and start + step < len(todo) and time.monotonic() > embed_until:
+                with self.connections() as conn:
+                    checkpoints.save(conn, source, model_id, fresh)
+                raise ContinueLater(
+                    f"s3://{source.bucket}/{source.key}: {len(done) + len(fresh)} of {len(chunks)} chunks embedded;"
+                    " a new invocation embeds the rest"
+                )
+        vectors = {**done, **fresh}
+        return [vectors[chunk.index] for chunk in chunks]
 
     def _write(
         self, source: repo.SourceObject, write: Callable[[psycopg.Connection], Any], outcome: Outcome, chunks: int
@@ -179,6 +215,7 @@ class Ingestor:
                     "the event of its newer state writes it"
                 )  # fmt: skip
             document_id = write(conn)
+            checkpoints.clear(conn, source.bucket, source.key)
         return IngestResult(outcome, source.key, document_id=str(document_id), chunks=chunks)
 
     def _get_object(self, change: ObjectChange) -> FetchedObject | None:
@@ -188,7 +225,7 @@ class Ingestor:
         except self.s3.exceptions.NoSuchKey:
             return None
         body = response.pop("Body")
-        if (response.get("ContentLength") or 0) > MAX_OBJECT_BYTES:
+        if (response.get("ContentLength") or 0) > self.settings.max_object_bytes:
             body.close()
             return FetchedObject(None, response)
         return FetchedObject(body.read(), response)

@@ -1,4 +1,5 @@
-"""Retries of SQS messages with exponential backoff, so an outage does not drain the queue into the DLQ.
+"""Retries of SQS messages with exponential backoff, so an outage does not drain the queue into the DLQ;
+and continuations, for work that goes on in a new invocation.
 
 Lambda's SQS event source returns a failed message after the queue's visibility timeout, the
 same wait every time: with a short timeout a few minutes of database outage spends every
@@ -54,3 +55,12 @@ def back_off(sqs: Any, record: dict[str, Any]) -> int | None:
         logger.warning("could not delay message %s; it returns after the queue's timeout", record.get("messageId"), exc_info=True)
         return None
     return delay
+
+
+def continue_later(sqs: Any, record: dict[str, Any]) -> None:
+    """Send the SQS ``record``'s body again as a new message: a new invocation takes the work on.
+
+    A new message, not a retry: it starts at receive count 1, so a large file's continuations
+    never count towards the DLQ. Raises if the send fails (the record then fails and is retried).
+    """
+    sqs.send_message(QueueUrl=queue_url(sqs, record["eventSourceARN"]), MessageBody=record["body"])

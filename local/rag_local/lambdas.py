@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import importlib.util
 import threading
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -68,7 +69,7 @@ def _dropping_unpublished_metrics(handler: Callable[..., Any]) -> Callable[..., 
 
 @dataclass
 class LocalContext:
-    """The attributes of Lambda's context object that Powertools reads."""
+    """The attributes of Lambda's context object that Powertools (and the ingest's time budget) read."""
 
     function_name: str = "local"
     memory_limit_in_mb: int = 1024
@@ -77,6 +78,9 @@ class LocalContext:
     log_group_name: str = "/aws/lambda/local"
     log_stream_name: str = "local"
     function_version: str = "$LATEST"
+    timeout_ms: int = 300_000
+    started: float = field(default_factory=time.monotonic)
 
     def get_remaining_time_in_millis(self) -> int:
-        return 300_000
+        """Counts down from ``timeout_ms`` as Lambda's does (nothing stops the call when it reaches 0)."""
+        return max(0, self.timeout_ms - int((time.monotonic() - self.started) * 1000))

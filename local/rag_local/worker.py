@@ -18,6 +18,7 @@ from typing import Any
 from rag_local.lambdas import LocalContext
 
 logger = logging.getLogger("rag.worker")
+INGEST_TIMEOUT_MS = 120_000  # the ingest function's timeout in AWS (infra/config.py): the handler budgets by it
 
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
 BatchHook = Callable[[list[dict[str, Any]]], None]
@@ -68,7 +69,7 @@ def poll_once(
     region = queue_arn.split(":")[3]
     event = {"Records": [sqs_lambda_record(m, queue_arn, region) for m in messages]}
     try:
-        result = handler(event, LocalContext(function_name="ingest"))
+        result = handler(event, LocalContext(function_name="ingest", timeout_ms=INGEST_TIMEOUT_MS))
     except Exception:
         # As in Lambda: an invocation error leaves the whole batch for redelivery.
         logger.exception("ingest handler failed the whole batch of %d messages", len(messages))

@@ -138,6 +138,18 @@ def test_ingest_may_push_back_a_failing_message_on_its_own_queue(stage: Synthesi
     ]
 
 
+def test_ingest_may_continue_a_large_file_on_its_own_queue_only(stage: Synthesized) -> None:
+    queues = stage.resources("AWS::SQS::Queue")
+    changes = next(name for name, q in queues.items() if "RedrivePolicy" in q["Properties"])
+    granted = [
+        (name, resolve_strings(statement["Resource"]))
+        for name, statement in statements(stage)
+        if "sqs:SendMessage" in as_list(statement["Action"])
+    ]
+    assert [resource for name, resource in granted if name.startswith("IngestFunctionRole")] == [f"<{changes}>"]
+    assert all(name.startswith("IngestFunctionRole") or resource != f"<{changes}>" for name, resource in granted)
+
+
 def test_ingest_retries_outlast_a_five_minute_database_outage(stage: Synthesized) -> None:
     # A message is delivered maxReceiveCount times; SQS moves it to the DLQ on the next receive. The attempts after
     # the first wait at least one backoff each (the handler's ChangeMessageVisibility, or the visibility timeout

@@ -250,3 +250,39 @@ def test_a_database_that_is_down_fails_the_whole_batch_with_backoff_and_nothing_
     assert result == {"batchItemFailures": [{"itemIdentifier": message["MessageId"]}]}
     assert sqs.receive_message(QueueUrl=queue_url).get("Messages", []) == []
     assert rows(db) == []
+
+
+def test_a_file_too_large_for_one_invocation_continues_in_new_messages(s3, handler, db, monkeypatch):
+    from rag.config import get_settings
+
+    # GIVEN small chunks and batches, and invocations that are out of time from the start
+    monkeypatch.setenv("RAG_CHUNK_TOKENS", "32")
+    monkeypatch.setenv("RAG_CHUNK_OVERLAP_TOKENS", "0")
+    monkeypatch.setenv("RAG_EMBEDDING_BATCH_SIZE", "8")
+    get_settings.cache_clear()
+    sqs = boto3.client("sqs", region_name="us-east-1")
+    queue_url = sqs.create_queue(QueueName="ingest-large")["QueueUrl"]
+    queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    body = "\n".join(f"Maya: Part {i} of the long review covers the battery supplier and its delivery dates." for i in range(30))
+    s3.put_object(Bucket=BUCKET, Key=KEY, Body=body.encode())
+    sqs.send_message(QueueUrl=queue_url, MessageBody=json.dumps(s3_notification(BUCKET, KEY)))
+
+    # WHEN the queue is delivered to the handler until it is empty, as Lambda's event source does
+    invocations = 0
+    try:
+        while messages := sqs.receive_message(QueueUrl=queue_url, AttributeNames=["All"]).get("Messages", []):
+            invocations += 1
+            event = sqs_batch(messages[0]["Body"])
+            event["Records"][0].update(messageId=messages[0]["MessageId"], receiptHandle=messages[0]["ReceiptHandle"], eventSourceARN=queue_arn)
+            result = handler(event, LocalContext(function_name="ingest", timeout_ms=0))
+            assert result == {"batchItemFailures": []}  # a continuation is not a failure: no retry, no DLQ
+            sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=messages[0]["ReceiptHandle"])
+            assert invocations < 30
+    finally:
+        get_settings.cache_clear()
+
+    # THEN several invocations each embedded a part, and the last wrote the whole document
+    chunks = db.execute("SELECT count(*) FROM chunks").fetchone()[0]
+    assert invocations == -(-chunks // 8) > 1
+    assert db.execute("SELECT status, chunk_count FROM documents").fetchall() == [("raw_ingested", chunks)]
+    assert db.execute("SELECT count(*) FROM ingest_checkpoints").fetchone() == (0,)

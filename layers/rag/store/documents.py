@@ -154,7 +154,7 @@ def copy_chunks(
                 (
                     document_id, source.tenant_id, source.project_id, chunk.index, chunk.text, chunk.token_count,
                     chunk.start_char, chunk.end_char, chunk.start_turn, chunk.end_turn, list(chunk.speakers),
-                    chunk.start_time, chunk.end_time, list(chunk.heading_path), _vector(vector), model_id,
+                    chunk.start_time, chunk.end_time, list(chunk.heading_path), vector_value(vector), model_id,
                 )
             )  # fmt: skip
 
@@ -243,7 +243,7 @@ def _turns_json(parsed: ParsedDocument) -> str | None:
     return json.dumps([[t.speaker, t.start_char, t.end_char, t.start_time, t.end_time] for t in parsed.turns])
 
 
-def _vector(values: Sequence[float]) -> Any:
+def vector_value(values: Sequence[float]) -> Any:
     """pgvector's binary dumper takes a Vector or an ndarray; embedders return lists."""
     from pgvector import Vector
 
