@@ -5,6 +5,9 @@ PYTHON ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# checkov pins boto3 and packaging versions of its own: it gets a venv of its own (tests/infra/test_checkov.py).
+CHECKOV_VENV := .local/checkov
+CHECKOV_STAMP := $(CHECKOV_VENV)/.installed
 
 .PHONY: demo test down venv lock clean
 
@@ -16,12 +19,17 @@ $(STAMP): pyproject.toml constraints.txt
 
 venv: $(STAMP)
 
+$(CHECKOV_STAMP): tests/infra/checkov-requirements.txt
+	test -x $(CHECKOV_VENV)/bin/python || $(PYTHON) -m venv $(CHECKOV_VENV)
+	$(CHECKOV_VENV)/bin/python -m pip install --quiet -r tests/infra/checkov-requirements.txt
+	touch $(CHECKOV_STAMP)
+
 demo: $(STAMP)
 	$(BIN)/rag up
 	$(BIN)/rag ingest examples/transcripts --project demo
 	$(BIN)/rag search "what did we decide about the battery?" --project demo
 
-test: $(STAMP)
+test: $(STAMP) $(CHECKOV_STAMP)
 	$(BIN)/python -m pytest
 
 down:

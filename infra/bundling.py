@@ -27,6 +27,8 @@ PYPROJECT = REPO_ROOT / "pyproject.toml"
 RUNTIME_PROVIDED = ("boto3", "botocore", "s3transfer")
 # Never needed at run time in Lambda.
 STRIP_DIRS = ("__pycache__", "tests")  # before precompiling: no stale 3.11 bytecode
+# The CA bundle the library verifies RDS and RDS Proxy with (sslmode=verify-full): data, copied with the library.
+LAYER_CA_BUNDLE = Path("rag") / "certs" / "rds-ca-bundle.pem"
 # Lambda's python3.12 runtime is Amazon Linux 2023 (glibc 2.34): manylinux_2_28 wheels run there too
 # (tiktoken 0.14 ships no manylinux2014 wheel).
 LAMBDA_PLATFORM = (
@@ -99,6 +101,8 @@ def build_layer(output_dir: Path, *, python: str = sys.executable) -> Path:
             shutil.rmtree(path)
     shutil.rmtree(target / "bin", ignore_errors=True)  # console scripts of dependencies
     shutil.copytree(LIBRARY_DIR, target / "rag", ignore=shutil.ignore_patterns(*STRIP_DIRS, "*.pyc"))
+    if not (target / LAYER_CA_BUNDLE).is_file():  # without it every database connection in AWS fails
+        raise FileNotFoundError(f"{LIBRARY_DIR / 'certs'} lost its CA bundle: the layer needs {LAYER_CA_BUNDLE}")
     for name in STRIP_DIRS:
         for path in sorted(target.rglob(name), reverse=True):
             if path.is_dir():

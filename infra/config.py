@@ -29,6 +29,31 @@ PRINCIPAL_ARN_PATTERN = re.compile(r"^arn:aws[a-z-]*:iam::[0-9]{12}:(root|role/\
 # SQS accepts a redrive policy's maxReceiveCount within 1..1000.
 MAX_RECEIVE_COUNT_RANGE = (1, 1000)
 
+# --- capacity (infra/README.md, "Capacity") -----------------------------------------------------------
+# RDS for PostgreSQL's default max_connections: LEAST({DBInstanceClassMemory/9531392}, 5000).
+RDS_MAX_CONNECTIONS_BYTES = 9_531_392
+RDS_MAX_CONNECTIONS_CAP = 5000
+# Nominal memory of instance classes (GiB). DBInstanceClassMemory is less (RDS keeps some for the OS and its agents),
+# so the formula on the nominal memory is an upper bound on the real default.
+DB_INSTANCE_MEMORY_GIB = {
+    "t4g.micro": 1, "t4g.small": 2, "t4g.medium": 4, "t4g.large": 8, "t4g.xlarge": 16,
+    "m7g.large": 8, "m7g.xlarge": 16, "m7g.2xlarge": 32, "r7g.large": 16, "r7g.xlarge": 32,
+}  # fmt: skip
+# Connections of max_connections left outside the proxy's pool: PostgreSQL's superuser_reserved_connections (3),
+# RDS's rds.rds_superuser_reserved_connections (2), the migrator (1), the two secret rotations (2), operators (2).
+DB_ADMIN_HEADROOM = 10
+# Functions that hold a proxy connection each while warm, besides query and ingest: the backfill stages.
+BACKFILL_FUNCTIONS = 3  # segment, embed, extract (constructs/backfill_state_machine.py)
+# Lambda's default account quota, and what it must keep unreserved (ReservedConcurrentExecutions is refused below).
+LAMBDA_ACCOUNT_CONCURRENCY = 1000
+LAMBDA_UNRESERVED_MINIMUM = 100
+
+
+def rds_default_max_connections(instance_class: str) -> int | None:
+    """RDS's formula on the class's nominal memory (an upper bound of the real default), None for an unknown class."""
+    gib = DB_INSTANCE_MEMORY_GIB.get(instance_class)
+    return None if gib is None else min(gib * 2**30 // RDS_MAX_CONNECTIONS_BYTES, RDS_MAX_CONNECTIONS_CAP)
+
 
 def check_tenant_id(tenant_id: str) -> str:
     """``tenant_id`` if it may name a tenant (``tenants/<tenant_id>/`` in the bucket), else a ValueError saying why."""
@@ -60,6 +85,7 @@ class StageConfig:
     db_multi_az: bool = False
     db_deletion_protection: bool = False
     db_secret_rotation_days: int = 30
+    db_monitoring_interval_seconds: int = 0  # RDS Enhanced Monitoring (OS metrics: memory, swap, processes); 0 = off
 
     # --- ingest -----------------------------------------------------------------------
     ingest_batch_size: int = 10
@@ -88,15 +114,28 @@ class StageConfig:
     backfill_schedule_minutes: int = 60
     backfill_schedule_enabled: bool = False
     backfill_batch_size: int = 10
-    backfill_max_iterations: int = 100
+    backfill_max_iterations: int = 100  # per stage and execution, at most 1000 (the state machine rejects more)
     backfill_memory_mb: int = 1024
     backfill_timeout_seconds: int = 600
+    # A batch that found every remaining document held by another execution: wait this long, then try again
+    # (3 such batches in a row end the stage for this execution: the other one finishes those documents).
+    backfill_idle_wait_seconds: int = 30
 
     # --- operations -----------------------------------------------------------------------
     log_retention_days: int = 30
     alarm_email: str | None = None
     api_p95_latency_ms: int = 2000
     max_azs: int = 2
+
+    # --- capacity and egress (infra/README.md, "Capacity" and "Network and cost") -------------------
+    # Each warm Lambda holds one proxy connection; the proxy may open db_proxy_max_connections_percent of
+    # db_max_connections; their sum of reserved concurrency must fit (checked below and in tests/infra/test_capacity.py).
+    db_max_connections: int = 80  # set in the parameter group; db.t4g.micro's own default is about 80 (1 GiB)
+    db_proxy_max_connections_percent: int = 80  # the rest of max_connections is admin headroom (DB_ADMIN_HEADROOM)
+    query_reserved_concurrency: int = 40
+    backfill_reserved_concurrency: int = 2  # each stage function: a scheduled and a manual execution may overlap
+    # (ingest's reserved concurrency is ingest_max_concurrency: the SQS event source never runs more)
+    nat_gateway_per_az: bool = False  # with OpenAI: one NAT per AZ (no single point of failure) instead of one
 
     def __post_init__(self) -> None:
         if self.embedding_provider == "bedrock" and self.embedding_dimension not in TITAN_V2_DIMENSIONS:
@@ -129,6 +168,66 @@ class StageConfig:
             raise ValueError("jwt_audience needs at least one audience")
         if "*" in self.cors_origins:
             raise ValueError("cors_origins must name origins: '*' would let any site call the API with a user's token")
+        # Backfill bounds (the state machine fails an execution whose input exceeds them) and the alarm address.
+        if not 1 <= self.backfill_max_iterations <= 1000:
+            raise ValueError(f"backfill_max_iterations must be within 1..1000, not {self.backfill_max_iterations}")
+        if not 1 <= self.backfill_batch_size <= 500:
+            raise ValueError(f"backfill_batch_size must be within 1..500, not {self.backfill_batch_size}")
+        if not 0 <= self.backfill_idle_wait_seconds <= 3600:
+            raise ValueError(f"backfill_idle_wait_seconds must be within 0..3600, not {self.backfill_idle_wait_seconds}")
+        if self.alarm_email is not None and not re.fullmatch(r"[^@\s,]+@[^@\s,]+\.[^@\s,]+", self.alarm_email):
+            raise ValueError(f"alarm_email must be one e-mail address (-c alarm_email=ops@example.com), not {self.alarm_email!r}")
+        self._check_capacity()
+
+    def _check_capacity(self) -> None:
+        ceiling = rds_default_max_connections(self.db_instance_class)
+        if not 1 <= self.db_max_connections <= (ceiling or RDS_MAX_CONNECTIONS_CAP):
+            raise ValueError(
+                f"db_max_connections must be within 1..{ceiling or RDS_MAX_CONNECTIONS_CAP} for db.{self.db_instance_class} "
+                f"(RDS's LEAST(DBInstanceClassMemory/{RDS_MAX_CONNECTIONS_BYTES}, {RDS_MAX_CONNECTIONS_CAP})), "
+                f"not {self.db_max_connections}"
+            )
+        if not 1 <= self.db_proxy_max_connections_percent <= 100:
+            raise ValueError(f"db_proxy_max_connections_percent must be within 1..100, not {self.db_proxy_max_connections_percent}")
+        if self.db_max_connections - self.proxy_connection_budget < DB_ADMIN_HEADROOM:
+            raise ValueError(
+                f"the proxy's {self.proxy_connection_budget} of db_max_connections {self.db_max_connections} leave fewer than "
+                f"{DB_ADMIN_HEADROOM} connections for superusers, the migrator, the rotations and an operator"
+            )
+        for name in ("query_reserved_concurrency", "backfill_reserved_concurrency"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1 (0 would stop the function), not {getattr(self, name)}")
+        if self.reserved_concurrency > self.proxy_connection_budget:
+            raise ValueError(
+                f"reserved concurrency {self.reserved_concurrency} (query {self.query_reserved_concurrency} + ingest "
+                f"{self.ingest_max_concurrency} + {BACKFILL_FUNCTIONS} x backfill {self.backfill_reserved_concurrency}) exceeds "
+                f"the proxy's {self.proxy_connection_budget} connections ({self.db_proxy_max_connections_percent}% of "
+                f"db_max_connections {self.db_max_connections}): one connection per warm Lambda"
+            )
+        if self.reserved_concurrency > LAMBDA_ACCOUNT_CONCURRENCY - LAMBDA_UNRESERVED_MINIMUM:
+            raise ValueError(
+                f"reserved concurrency {self.reserved_concurrency} must leave Lambda's {LAMBDA_UNRESERVED_MINIMUM} unreserved "
+                f"of the default account quota {LAMBDA_ACCOUNT_CONCURRENCY}"
+            )
+
+    @property
+    def proxy_connection_budget(self) -> int:
+        """Connections the proxy may open to the instance: its percent of max_connections."""
+        return self.db_max_connections * self.db_proxy_max_connections_percent // 100
+
+    @property
+    def ingest_reserved_concurrency(self) -> int:
+        """The SQS event source's maximum concurrency: reserving more would hold connections ingest never uses."""
+        return self.ingest_max_concurrency
+
+    @property
+    def reserved_concurrency(self) -> int:
+        """Reserved concurrency of the functions behind the proxy: at most one connection each."""
+        return (
+            self.query_reserved_concurrency
+            + self.ingest_reserved_concurrency
+            + BACKFILL_FUNCTIONS * self.backfill_reserved_concurrency
+        )
 
     @property
     def uses_openai(self) -> bool:
@@ -163,12 +262,17 @@ STAGES: dict[str, StageConfig] = {
         db_backup_retention_days=30,
         db_multi_az=True,
         db_deletion_protection=True,
+        db_monitoring_interval_seconds=60,
         ingest_max_concurrency=10,
         backfill_schedule_enabled=True,
         log_retention_days=90,
         api_throttle_rate=200,
         api_throttle_burst=400,
         max_azs=2,
+        # capacity and egress: db.m7g.large (8 GiB) defaults to fewer than 901 connections; 80% of 800 = 640 for the proxy
+        db_max_connections=800,
+        query_reserved_concurrency=100,
+        nat_gateway_per_az=True,
     ),
 }
 

@@ -23,7 +23,9 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 PYTHON_RUNTIME = lambda_.Runtime.PYTHON_3_12
 ARCHITECTURE = lambda_.Architecture.X86_64
 # RDS for PostgreSQL 17.2+ ships pgvector 0.8 (iterative index scans); RDS Proxy supports PostgreSQL 17.
-POSTGRES_VERSION = rds.PostgresEngineVersion.VER_17_5
+# The MAJOR version only ("17"): RDS creates the instance on 17's current default minor and AutoMinorVersionUpgrade
+# moves it on; a pinned minor (17.5) falls behind the instance after an upgrade, and an update could ask for a downgrade.
+POSTGRES_VERSION = rds.PostgresEngineVersion.VER_17
 # A non-default port on the instance (cdk-nag RDS11); clients reach it through the proxy on 5432.
 DATABASE_PORT = 5433
 DATABASE_NAME = "rag"

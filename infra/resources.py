@@ -39,9 +39,13 @@ class AppResources:
         memory_mb: int,
         timeout: cdk.Duration,
         environment: dict[str, str] | None = None,
+        reserved_concurrency: int,
     ) -> lambda_.Function:
         """A function of the application: in the VPC with the layer, connecting to the database by IAM
-        through the proxy, allowed the configured embedding model and LLM."""
+        through the proxy, allowed the configured embedding model and LLM.
+
+        ``reserved_concurrency`` is required: each warm instance holds one proxy connection, and the sum over the
+        functions must fit the proxy's pool (``StageConfig.reserved_concurrency``; infra/README.md, "Capacity")."""
         function = python_function(
             scope,
             id,
@@ -56,6 +60,7 @@ class AppResources:
             memory_mb=memory_mb,
             timeout=timeout,
             environment={"RAG_DATABASE_IAM_URL": self.database.iam_url, **(environment or {})},
+            reserved_concurrency=reserved_concurrency,
         )
         self.database.grant_connect(function)
         grant_embedding_and_llm(scope, function, self.config)

@@ -59,6 +59,10 @@ class MeetingRagStack(cdk.Stack):
             ingest_logs=self.ingest.function.log_group,
             state_machine=self.backfill.state_machine,
             apis={"Api": self.query.api, "ServiceApi": self.query.service_api},
+            ingest_queue=self.ingest.queue,
+            db_instance=self.database.instance,
+            db_proxy=self.database.proxy,
+            backfill_schedule=self.backfill.schedule,
         )
 
         # One uploader role per configured tenant (-c tenant_uploaders='{"<tenant>": "<principal ARN>"}').

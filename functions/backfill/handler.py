@@ -1,8 +1,9 @@
 """Backfill stage Lambdas, one handler per stage, called by the backfill state machine.
 
 Thin by design: the work is ``rag.backfill``. Input ``{"stage", "batch_size", "previous"}``,
-output the loop's progress (``iteration``, ``processed``, ``failed``, ``remaining`` and
-running totals). A per-document error is recorded and counted, not raised; an error of
+output the loop's progress (``iteration``, ``processed``, ``failed``, ``remaining``,
+``idle_batches`` and running totals; ``idle_batches`` > 0: every remaining document is held
+by another runner, and the state machine waits, then leaves them to it). A per-document error is recorded and counted, not raised; an error of
 the environment (database, LLM or embedding API) raises ``TransientError``, which the
 state machine retries with backoff.
 """
@@ -55,7 +56,10 @@ def run_batch(stage: str, event: dict[str, Any]) -> dict[str, int]:
     metrics[stage].add_metric(name="DocumentsProcessed", unit=MetricUnit.Count, value=result.processed)
     metrics[stage].add_metric(name="DocumentsFailed", unit=MetricUnit.Count, value=result.failed)
     metrics[stage].add_metric(name="DocumentsRemaining", unit=MetricUnit.Count, value=result.remaining)
-    logger.info("batch done", extra=progress.as_dict())
+    if progress.held_by_others:
+        logger.info("nothing claimable: the remaining documents are held by another runner", extra=progress.as_dict())
+    else:
+        logger.info("batch done", extra=progress.as_dict())
     return progress.as_dict()
 
 

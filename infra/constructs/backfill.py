@@ -36,6 +36,7 @@ class Backfill(Construct):
                 service=f"backfill-{stage}",
                 memory_mb=config.backfill_memory_mb,
                 timeout=cdk.Duration.seconds(config.backfill_timeout_seconds),
+                reserved_concurrency=config.backfill_reserved_concurrency,
             )
 
         machine = BackfillStateMachine(
@@ -45,6 +46,8 @@ class Backfill(Construct):
             embed=self.functions["embed"],
             extract=self.functions["extract"],
             max_iterations=config.backfill_max_iterations,
+            # Overlapping executions (schedule and manual): one that finds everything held by the other waits, then moves on.
+            idle_wait=cdk.Duration.seconds(config.backfill_idle_wait_seconds),
         )
         self.machine = machine
         self.state_machine: sfn.StateMachine = machine.state_machine

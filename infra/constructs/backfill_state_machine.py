@@ -4,18 +4,33 @@ Execution input (every key optional)::
 
     {"stages": ["segment", "embed", "extract"], "batch_size": 10, "max_iterations": 50}
 
-Each selected stage loops ``run batch -> more?`` until the stage Lambda reports
-``remaining == 0`` or the loop has run ``max_iterations`` times. The stage Lambda
-counts the iterations itself (it echoes ``iteration + 1`` and running totals, see
-``rag.backfill.progress``), so the loop needs no arithmetic in the definition; the
-only intrinsic functions are ``States.JsonMerge`` (input over defaults) and
-``States.ArrayContains`` (stage selection), both executed by moto 5.2.5 in the tests.
-Every Task retries transient errors with backoff and catches everything else (a
-Lambda timeout included: its batch was never committed) into ``$.errors.<stage>``,
-then moves on to the next stage.
+``max_iterations`` must be a number from 1 to ``MAX_ITERATIONS`` (1000) and ``batch_size``
+from 1 to ``MAX_BATCH_SIZE`` (500): anything else ends the execution at once as Failed
+(error ``InvalidInput``), before any Lambda runs. Rejected, not clamped: a schedule or a
+caller asking for more than the cap is a mistake to see (the ExecutionsFailed alarm).
 
-Output: the input's options, ``results.<stage>`` (iteration, processed, failed,
-remaining, their running totals) and ``errors.<stage>`` (Error, Cause) per failed stage.
+Each selected stage loops ``run batch -> more?`` until the stage Lambda reports
+``remaining == 0``, the loop has run ``max_iterations`` times, or ``max_idle_batches``
+batches in a row found nothing to claim although work remained: those documents are
+held by another runner (another execution, ``rag backfill``), which finishes them, so for
+this run the stage is done. Before each retry of an idle batch the loop waits
+``idle_wait``. Two overlapping executions therefore share the work batch by batch
+(``FOR UPDATE SKIP LOCKED``: never the same document) and neither spins on the other's.
+
+The stage Lambda counts the iterations and the idle batches itself (it echoes
+``iteration + 1``, ``idle_batches`` and running totals, see ``rag.backfill.progress``), so
+the loop needs no arithmetic in the definition; the intrinsic functions are
+``States.JsonMerge`` (input over defaults), ``States.ArrayContains`` (stage selection),
+``States.Format`` and ``States.JsonToString`` (the causes of the Fail states), all executed
+by moto 5.2.5 in the tests. Every Task retries transient errors with backoff and catches
+everything else (a Lambda timeout included: its batch was never committed) into
+``$.errors.<stage>``, then moves on to the next stage.
+
+A stage that failed fails the execution: after the last stage, any ``errors.<stage>``
+leads to the Fail state ``Stage failed`` (error ``BackfillStageFailed``, cause the JSON
+of ``{"errors": ..., "results": ...}``), so Step Functions counts it in ExecutionsFailed
+and the alarm fires. Otherwise the output is the options and ``results.<stage>``
+(iteration, processed, failed, remaining, idle_batches, running totals), ``errors`` empty.
 """
 
 from __future__ import annotations
@@ -35,8 +50,11 @@ if TYPE_CHECKING:
 
 STAGES = ("segment", "embed", "extract")
 DEFAULT_BATCH_SIZE = 10
+# Bounds of the execution input: a larger max_iterations is rejected (InvalidInput), not clamped.
+MAX_ITERATIONS = 1000
+MAX_BATCH_SIZE = 500  # the stage handlers' own bound (rag.backfill.progress.MAX_BATCH_SIZE)
 # What a stage Lambda returns (rag.backfill.progress.StageProgress) and the loop carries along.
-PROGRESS_FIELDS = ("iteration", "processed", "failed", "remaining", "processed_total", "failed_total")
+PROGRESS_FIELDS = ("iteration", "processed", "failed", "remaining", "idle_batches", "processed_total", "failed_total")
 
 # Errors worth another attempt: Lambda's own service errors and the TransientError the
 # stage handlers raise (database unreachable, LLM/embedding API throttled after its retries).
@@ -53,9 +71,11 @@ TRANSIENT_ERRORS = [
 class BackfillStateMachine(Construct):
     """Runs the backfill stages in order; ``self.state_machine`` is the deployed machine.
 
-    ``max_iterations`` is the default loop bound per stage (the input may set its own);
-    ``retry_interval`` the first wait of the transient-error retries (doubled each time);
-    ``timeout`` bounds a whole execution.
+    ``max_iterations`` is the default loop bound per stage (the input may set its own, up
+    to ``MAX_ITERATIONS``); ``retry_interval`` the first wait of the transient-error retries
+    (doubled each time); ``idle_wait`` the wait before trying again when a batch found
+    nothing to claim (another runner holds what remains) and ``max_idle_batches`` how many
+    such batches in a row end the stage; ``timeout`` bounds a whole execution.
     """
 
     def __init__(
@@ -68,14 +88,45 @@ class BackfillStateMachine(Construct):
         extract: lambda_.IFunction,
         max_iterations: int = 100,
         retry_interval: Duration = Duration.seconds(5),
+        idle_wait: Duration = Duration.seconds(30),
+        max_idle_batches: int = 3,
         timeout: Duration = Duration.hours(2),
     ) -> None:
         super().__init__(scope, construct_id)
-        if max_iterations < 1:
-            raise ValueError(f"expected max_iterations >= 1, got {max_iterations}")
+        if not 1 <= max_iterations <= MAX_ITERATIONS:
+            raise ValueError(f"expected max_iterations >= 1 and <= {MAX_ITERATIONS}, got {max_iterations}")
+        if max_idle_batches < 1:
+            raise ValueError(f"expected max_idle_batches >= 1, got {max_idle_batches}")
         functions = {"segment": segment, "embed": embed, "extract": extract}
+        self.idle_wait = idle_wait
+        self.max_idle_batches = max_idle_batches
 
         done = sfn.Succeed(self, "Done")
+        # A stage that failed (its error caught into $.errors.<stage>) fails the execution, errors in the cause.
+        report = sfn.Pass(self, "Report", parameters={"errors.$": "$.errors", "results.$": "$.results"})
+        report.next(
+            sfn.Fail(
+                self,
+                "Stage failed",
+                error="BackfillStageFailed",
+                cause_path=sfn.JsonPath.json_to_string(sfn.JsonPath.object_at("$")),
+            )
+        )
+        finish = (
+            sfn.Choice(self, "Any stage failed?")
+            .when(sfn.Condition.or_(*(sfn.Condition.is_present(f"$.errors.{stage}") for stage in STAGES)), report)
+            .otherwise(done)
+        )
+        invalid = sfn.Fail(
+            self,
+            "Invalid input",
+            error="InvalidInput",
+            cause_path=sfn.JsonPath.format(
+                f"max_iterations must be a number from 1 to {MAX_ITERATIONS} and batch_size from 1 to {MAX_BATCH_SIZE};"
+                " the options were {}",
+                sfn.JsonPath.json_to_string(sfn.JsonPath.object_at("$.options")),
+            ),
+        )
         # Execution input over the defaults (shallow merge: a key given in the input wins).
         defaults = sfn.Pass(
             self,
@@ -104,10 +155,20 @@ class BackfillStateMachine(Construct):
                 "errors": {},
             },
         )
-        defaults.next(options).next(plan)
+        defaults.next(options).next(
+            sfn.Choice(self, "Valid input?")
+            .when(
+                sfn.Condition.or_(
+                    *_out_of_range("$.options.max_iterations", MAX_ITERATIONS),
+                    *_out_of_range("$.options.batch_size", MAX_BATCH_SIZE),
+                ),
+                invalid,
+            )
+            .otherwise(plan)
+        )
 
         # Built from the last stage backwards: each stage's gate continues to the next gate.
-        next_state: sfn.IChainable = done
+        next_state: sfn.IChainable = finish
         for stage in reversed(STAGES):
             next_state = self._stage(stage, functions[stage], next_state, retry_interval)
         plan.next(next_state)
@@ -149,7 +210,11 @@ class BackfillStateMachine(Construct):
     def _stage(
         self, stage: str, function: lambda_.IFunction, next_state: sfn.IChainable, retry_interval: Duration
     ) -> sfn.State:
-        """``<stage>?`` -> ``<stage>: start`` -> ``<stage>: run batch`` <-> ``<stage>: more?`` -> next_state."""
+        """``<stage>?`` -> ``<stage>: start`` -> ``<stage>: run batch`` <-> ``<stage>: more?`` -> next_state.
+
+        ``more?`` goes back to ``run batch`` directly after a batch that claimed something, through
+        ``<stage>: wait`` after one that found everything held by another runner.
+        """
         start = sfn.Pass(
             self,
             f"{stage}: start",
@@ -182,6 +247,15 @@ class BackfillStateMachine(Construct):
                 ),
                 next_state,
             )
+            # Work remains but another runner holds it: done for this run after max_idle_batches tries.
+            .when(
+                sfn.Condition.number_greater_than_equals(f"$.results.{stage}.idle_batches", self.max_idle_batches),
+                next_state,
+            )
+            .when(
+                sfn.Condition.number_greater_than_equals(f"$.results.{stage}.idle_batches", 1),
+                sfn.Wait(self, f"{stage}: wait", time=sfn.WaitTime.duration(self.idle_wait)).next(run_batch),
+            )
             .otherwise(run_batch)
         )
         start.next(run_batch)
@@ -191,3 +265,12 @@ class BackfillStateMachine(Construct):
             .when(sfn.Condition.boolean_equals(f"$.plan.{stage}", True), start)
             .otherwise(next_state)
         )
+
+
+def _out_of_range(path: str, high: int) -> list[sfn.Condition]:
+    """The value at ``path`` is not a number from 1 to ``high`` (the type test first: Or stops at the first true)."""
+    return [
+        sfn.Condition.is_not_numeric(path),
+        sfn.Condition.number_less_than(path, 1),
+        sfn.Condition.number_greater_than(path, high),
+    ]

@@ -73,6 +73,8 @@ class Ingest(Construct):
             memory_mb=config.ingest_memory_mb,
             timeout=cdk.Duration.seconds(config.ingest_timeout_seconds),
             environment={"RAG_DEFAULT_TENANT": config.default_tenant},
+            # The event source's maximum concurrency, reserved: never throttled below it, never more connections.
+            reserved_concurrency=config.ingest_reserved_concurrency,
         )
         # The event source grants the role sqs:ChangeMessageVisibility on this queue (with Receive/Delete/GetQueue*):
         # on a transient error the handler pushes the failing message's next attempt back (exponential backoff)

@@ -2,6 +2,10 @@
 
 The resource's properties carry a hash of ``sql/`` and the embedding model, so CloudFormation sends an Update
 (and the migrator runs) whenever a migration file or the configured model changes; re-running is a no-op.
+
+The migrator targets ``DATABASE_NAME`` explicitly (``RAG_DATABASE_NAME``): the admin secret RDS fills names no
+database. A vector index too large to build during a deploy is built by invoking the same function with
+``{"action": "build-indexes"}`` (output ``MigratorFunctionName``; infra/README.md, "Database: schema, pgvector, TLS").
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from aws_cdk import custom_resources as cr
 from constructs import Construct
 
 from infra.bundling import CopyBundler, local_bundling, tree_hash
-from infra.defaults import REPO_ROOT, log_group, python_function
+from infra.defaults import DATABASE_NAME, REPO_ROOT, log_group, python_function
 from infra.nag import acknowledge, logical_id
 from infra.resources import AppResources
 
@@ -46,9 +50,13 @@ class Migrations(Construct):
             vpc=network.vpc,
             security_group=security_group,
             memory_mb=512,
-            timeout=cdk.Duration.minutes(5),
+            # A deploy's migration takes seconds (large index builds are deferred); the build-indexes invocation
+            # of the same function may use Lambda's whole 15 minutes.
+            timeout=cdk.Duration.minutes(15),
             environment={
                 "RAG_MIGRATIONS_DIR": BUNDLED_SQL_DIR,
+                # The admin secret names no database (RDS fills it without dbname): never fall back to `postgres`.
+                "RAG_DATABASE_NAME": DATABASE_NAME,
                 # The admin secret, read directly: DDL (CREATE EXTENSION, indexes) is the owner's job.
                 "RAG_DATABASE_SECRET_ARN": database.secret.secret_arn,
                 # The functions' role: created with this secret's password, granted row access after each migration.
@@ -88,3 +96,10 @@ class Migrations(Construct):
         # Migrate only once the instance and its credentials exist.
         self.resource.node.add_dependency(database.instance)
         self.resource.node.add_dependency(database.rotation)
+        output = cdk.CfnOutput(
+            self,
+            "MigratorFunctionName",
+            value=self.function.function_name,
+            description='Migrator; invoked with {"action": "build-indexes"} it builds deferred vector indexes',
+        )
+        output.override_logical_id("MigratorFunctionName")  # a stable key for describe-stacks

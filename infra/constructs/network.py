@@ -1,6 +1,7 @@
 """The VPC: private isolated subnets for the database and the Lambdas, VPC endpoints for the AWS services they call.
 
-A NAT gateway (and public subnets for it) exists only when a provider outside AWS (OpenAI) is configured.
+A NAT gateway (and public subnets for it) exists only when a provider outside AWS (OpenAI) is configured: one per AZ
+with ``nat_gateway_per_az`` (prod), else one for all. Costs and choices: infra/README.md, "Network and cost".
 """
 
 from __future__ import annotations
@@ -11,12 +12,13 @@ from constructs import Construct
 from infra.config import StageConfig
 from infra.defaults import DATABASE_SUBNETS, FUNCTION_SUBNETS, VPC_CIDR, log_group
 
-# Interface endpoints the Lambdas reach from inside the VPC (S3 is a free gateway endpoint).
+# Interface endpoints for what is called from inside the VPC (S3 is a free gateway endpoint), about $7.30 a month
+# per AZ each. SQS: the ingest function's ChangeMessageVisibility and SendMessage (rag.queue_retry). Secrets Manager:
+# the proxy, the rotations, the migrator, the OpenAI key. Bedrock: embeddings, where configured. Not CloudWatch Logs
+# (Lambda ships logs from outside the VPC) and not Step Functions (nothing in the VPC calls it).
 INTERFACE_ENDPOINTS: dict[str, ec2.InterfaceVpcEndpointAwsService] = {
     "Sqs": ec2.InterfaceVpcEndpointAwsService.SQS,
     "SecretsManager": ec2.InterfaceVpcEndpointAwsService.SECRETS_MANAGER,
-    "StepFunctions": ec2.InterfaceVpcEndpointAwsService.STEP_FUNCTIONS,
-    "Logs": ec2.InterfaceVpcEndpointAwsService.CLOUDWATCH_LOGS,
     "BedrockRuntime": ec2.InterfaceVpcEndpointAwsService.BEDROCK_RUNTIME,
 }
 
@@ -41,7 +43,9 @@ class Network(Construct):
             "Vpc",
             ip_addresses=ec2.IpAddresses.cidr(VPC_CIDR),
             max_azs=config.max_azs,
-            nat_gateways=1 if config.needs_internet_egress else 0,
+            # One NAT per AZ (nat_gateway_per_az): each AZ's functions leave through their own, so OpenAI stays
+            # reachable when an AZ (or its NAT) fails; else one NAT shared by all AZs.
+            nat_gateways=(config.max_azs if config.nat_gateway_per_az else 1) if config.needs_internet_egress else 0,
             subnet_configuration=subnets,
             restrict_default_security_group=True,
             flow_logs={

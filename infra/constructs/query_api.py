@@ -68,6 +68,8 @@ class QueryApi(Construct):
             memory_mb=config.query_memory_mb,
             timeout=cdk.Duration.seconds(config.query_timeout_seconds),
             environment={"RAG_TENANT_CLAIM": config.tenant_claim, "RAG_IAM_TENANTS": json.dumps(dict(config.iam_tenants))},
+            # Bounds the API's database connections (one per warm instance) below the stage throttle: see "Capacity".
+            reserved_concurrency=config.query_reserved_concurrency,
         )
 
         cors = None

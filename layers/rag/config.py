@@ -41,7 +41,24 @@ class Settings(BaseSettings):
     database_iam_url: str | None = Field(
         default=None, description="postgresql://user@host:port/db without a password: IAM authentication (RDS Proxy)."
     )
+    database_name: str | None = Field(
+        default=None,
+        description="the database to use on the secret's server (RDS's generated secrets name none); else its dbname",
+    )
+    database_sslmode: Literal["disable", "allow", "prefer", "require", "verify-ca", "verify-full"] | None = Field(
+        default=None,
+        description="overrides the automatic choice: verify-full for *.rds.amazonaws.com, require for other hosts",
+    )
+    database_sslrootcert: Path | None = Field(
+        default=None, description="CA file for verify-ca/verify-full; default: the RDS bundle shipped in rag/certs/"
+    )
     migrations_dir: Path = REPO_ROOT / "sql"
+    index_build_max_rows: int = Field(
+        default=10_000,
+        ge=0,
+        description="migrate builds a missing HNSW index in its transaction only up to this many rows of the model;"
+        " larger ones are left to ensure_embedding_indexes_concurrently (rag migrate, or the migrator's build-indexes)",
+    )
     database_pool_size: int = Field(
         default=4, ge=1, description="connections a process may hold (a Lambda uses one: one event at a time)"
     )

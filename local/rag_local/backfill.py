@@ -69,17 +69,20 @@ def run_backfill_in_state_machine(stages: list[str], batch_size: int, max_iterat
 
     quiet_powertools()
     execution = run_backfill_state_machine({"stages": stages, "batch_size": batch_size, "max_iterations": max_iterations})
-    output = execution.get("output_json") or {}
+    # A run whose stage failed ends Failed: its cause carries the errors and the results so far.
+    output = execution.get("output_json") or execution.get("cause_json") or {}
     print(f"execution {execution['status']}")
     for stage, result in output.get("results", {}).items():
+        held = " (the rest held by another runner)" if result.get("idle_batches") and result["remaining"] else ""
         print(
             f"{stage:<8} {result['processed_total']} processed, {result['failed_total']} failed, "
-            f"{result['remaining']} remaining after {result['iteration']} iterations"
+            f"{result['remaining']} remaining after {result['iteration']} iterations{held}"
         )
     for stage, error in output.get("errors", {}).items():
         print(f"{stage:<8} FAILED {error.get('Error')}: {error.get('Cause')}", file=sys.stderr)
     if execution["status"] != "SUCCEEDED":
-        print(json.dumps({k: v for k, v in execution.items() if k in ("error", "cause")}), file=sys.stderr)
+        shown = ("error",) if execution.get("cause_json") else ("error", "cause")  # a JSON cause is printed above
+        print(json.dumps({k: v for k, v in execution.items() if k in shown}), file=sys.stderr)
     failed = execution["status"] != "SUCCEEDED" or output.get("errors") or any(
         r["failed_total"] for r in output.get("results", {}).values()
     )

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import time
+import uuid
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from functools import cache
@@ -30,8 +31,13 @@ Dispatch = Callable[[dict[str, Any]], Any]
 
 
 @cache  # synthesis takes seconds (jsii, Node.js); the result never changes within a process
-def synthesize_backfill_template(*, retry_interval_seconds: int = 1, max_iterations: int = 100) -> dict[str, Any]:
+def synthesize_backfill_template(
+    *, retry_interval_seconds: int = 1, max_iterations: int = 100, idle_wait_seconds: int = 1, max_idle_batches: int = 3
+) -> dict[str, Any]:
     """The CloudFormation template of a stack holding only the backfill state machine.
+
+    Locally the waits are short (moto's engine sleeps for real): a retry after 1 s, an idle
+    batch (everything held by another runner) tried again after 1 s.
 
     Its Lambdas are inline stubs named after the real handlers (``handler.segment_handler``,
     ...): only their ARNs matter, the state machine is the construct the CDK app deploys.
@@ -62,6 +68,8 @@ def synthesize_backfill_template(*, retry_interval_seconds: int = 1, max_iterati
         extract=functions["extract"],
         max_iterations=max_iterations,
         retry_interval=cdk.Duration.seconds(retry_interval_seconds),
+        idle_wait=cdk.Duration.seconds(idle_wait_seconds),
+        max_idle_batches=max_idle_batches,
     )
     return app.synth().get_stack_by_name(stack.stack_name).template
 
@@ -119,12 +127,20 @@ def backfill_definition(**synth_options: Any) -> dict[str, Any]:
     return definition_from_template(template, {logical_id: function_arn(stage) for stage, logical_id in ids.items()})
 
 
-def stage_handlers() -> dict[str, Dispatch]:
-    """The in-process handlers of ``functions/backfill/handler.py`` by stage."""
+def stage_handlers(*, scale_out: bool = False) -> dict[str, Dispatch]:
+    """The in-process handlers of ``functions/backfill/handler.py`` by stage.
+
+    By default the handlers run one event at a time, like one warm container (``load_handler_module``'s lock);
+    ``scale_out=True`` lets invocations run side by side, as Lambda gives concurrent invocations containers of
+    their own: what two overlapping executions need.
+    """
     module = load_handler_module("backfill")
+    handlers = {stage: getattr(module, name) for stage, name in STAGE_HANDLERS.items()}
+    if scale_out:
+        handlers = {stage: handler.__wrapped__ for stage, handler in handlers.items()}  # without the container's lock
     return {
-        stage: (lambda event, _name=name: getattr(module, _name)(event, LocalContext(function_name=f"backfill-{stage}")))
-        for stage, name in STAGE_HANDLERS.items()
+        stage: (lambda event, _handler=handler, _stage=stage: _handler(event, LocalContext(function_name=f"backfill-{_stage}")))
+        for stage, handler in handlers.items()
     }
 
 
@@ -156,15 +172,55 @@ def lambdas_dispatched_to(dispatch: Mapping[str, Dispatch]) -> Iterator[None]:
         yield
 
 
-def run_backfill_state_machine(
-    execution_input: Mapping[str, Any],
+class LocalStateMachine:
+    """The synthesized definition created in moto: start executions (several may overlap), wait for each."""
+
+    def __init__(self, client: Any, state_machine_arn: str, *, poll_seconds: float = 0.05):
+        self.client = client
+        self.arn = state_machine_arn
+        self.poll_seconds = poll_seconds
+
+    def start(self, execution_input: Mapping[str, Any], *, name: str | None = None) -> str:
+        """Starts an execution (moto runs it in a thread of its own) and returns its ARN at once.
+
+        Each gets a name of its own: without one, moto names every execution ``None``, and a second start
+        would only return the first execution.
+        """
+        response = self.client.start_execution(
+            stateMachineArn=self.arn, name=name or f"local-{uuid.uuid4().hex}", input=json.dumps(execution_input)
+        )
+        return response["executionArn"]
+
+    def wait(self, execution_arn: str, *, timeout_seconds: float = 3600) -> dict[str, Any]:
+        """``describe_execution`` once the execution ended (or the timeout passed), with ``output_json``,
+        ``cause_json`` (a Fail state's cause, when it is JSON) and ``history``."""
+        deadline = time.monotonic() + timeout_seconds
+        while True:
+            execution = self.client.describe_execution(executionArn=execution_arn)
+            if execution["status"] != "RUNNING" or time.monotonic() > deadline:
+                break
+            time.sleep(self.poll_seconds)
+        execution["history"] = self.client.get_execution_history(executionArn=execution_arn, maxResults=1000)["events"]
+        execution["output_json"] = json.loads(execution["output"]) if execution.get("output") else None
+        execution["cause_json"] = _json_or_none(execution.get("cause"))
+        return execution
+
+
+def _json_or_none(text: str | None) -> Any:
+    try:
+        return json.loads(text) if text else None
+    except ValueError:
+        return None
+
+
+@contextmanager
+def local_state_machine(
     *,
     definition: Mapping[str, Any] | None = None,
     dispatch: Mapping[str, Dispatch] | None = None,
     poll_seconds: float = 0.05,
-    timeout_seconds: float = 3600,
-) -> dict[str, Any]:
-    """Execute the synthesized definition in moto; returns ``describe_execution`` plus its parsed output."""
+) -> Iterator[LocalStateMachine]:
+    """While active: the synthesized definition in moto's Step Functions, its tasks dispatched in-process."""
     import boto3
     from moto import mock_aws
 
@@ -180,16 +236,18 @@ def run_backfill_state_machine(
             definition=json.dumps(definition),
             roleArn=f"arn:aws:iam::{ACCOUNT}:role/backfill-state-machine",
         )
-        execution_arn = sfn.start_execution(stateMachineArn=machine["stateMachineArn"], input=json.dumps(execution_input))[
-            "executionArn"
-        ]
-        deadline = time.monotonic() + timeout_seconds
-        while True:
-            execution = sfn.describe_execution(executionArn=execution_arn)
-            if execution["status"] != "RUNNING" or time.monotonic() > deadline:
-                break
-            time.sleep(poll_seconds)
-        history = sfn.get_execution_history(executionArn=execution_arn, maxResults=1000)["events"]
-    execution["output_json"] = json.loads(execution["output"]) if execution.get("output") else None
-    execution["history"] = history
-    return execution
+        yield LocalStateMachine(sfn, machine["stateMachineArn"], poll_seconds=poll_seconds)
+
+
+def run_backfill_state_machine(
+    execution_input: Mapping[str, Any],
+    *,
+    definition: Mapping[str, Any] | None = None,
+    dispatch: Mapping[str, Dispatch] | None = None,
+    poll_seconds: float = 0.05,
+    timeout_seconds: float = 3600,
+) -> dict[str, Any]:
+    """Execute the synthesized definition in moto; returns ``describe_execution`` plus its parsed output
+    (``output_json``; for a Failed execution ``error``, ``cause`` and ``cause_json``)."""
+    with local_state_machine(definition=definition, dispatch=dispatch, poll_seconds=poll_seconds) as machine:
+        return machine.wait(machine.start(execution_input), timeout_seconds=timeout_seconds)

@@ -21,7 +21,26 @@ def test_a_batch_returns_the_loop_progress_with_running_totals(db, local_embedde
 
     response = handler_module.segment_handler({"stage": "segment", "batch_size": 5, "previous": previous}, LocalContext())
 
-    assert response == {"iteration": 5, "processed": 1, "failed": 0, "remaining": 0, "processed_total": 8, "failed_total": 2}
+    assert response == {
+        "iteration": 5, "processed": 1, "failed": 0, "remaining": 0, "idle_batches": 0, "processed_total": 8, "failed_total": 2,
+    }  # fmt: skip
+
+
+def test_a_batch_that_finds_every_remaining_document_held_by_another_runner_is_idle(
+    db, database_url, local_embedder, handler_module
+):
+    from rag.backfill.documents import claim_batch
+    from rag.store.connection import connect
+
+    ingest_file(db, RELEASE_PROCESS, local_embedder)
+    previous = {"iteration": 1, "processed": 0, "failed": 0, "remaining": 1, "idle_batches": 1, "processed_total": 0, "failed_total": 0}
+    with connect(database_url) as other, other.transaction():
+        assert len(claim_batch(other, "segment", local_embedder.model_id, 10)) == 1  # another runner holds it
+        held = handler_module.segment_handler({"stage": "segment", "batch_size": 5, "previous": previous}, LocalContext())
+    assert (held["processed"], held["remaining"], held["idle_batches"]) == (0, 1, 2)  # one more idle batch in a row
+
+    free = handler_module.segment_handler({"stage": "segment", "batch_size": 5, "previous": held}, LocalContext())
+    assert (free["processed"], free["remaining"], free["idle_batches"]) == (1, 0, 0)  # claimed: the count starts over
 
 
 @pytest.mark.parametrize("batch_size", [0, 501, "10", True, None])

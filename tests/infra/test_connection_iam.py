@@ -1,11 +1,11 @@
-"""IAM authentication through RDS Proxy: a fresh token as the password, TLS by default, the other paths unchanged."""
+"""IAM authentication through RDS Proxy: a fresh token as the password, verified TLS, the other paths unchanged."""
 
 from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterator
-from urllib.parse import parse_qs, unquote, urlsplit
+from collections.abc import Callable, Iterator
+from urllib.parse import parse_qs, parse_qsl, unquote, urlsplit
 
 import psycopg
 import pytest
@@ -13,9 +13,24 @@ from psycopg.conninfo import conninfo_to_dict
 
 from rag.config import Settings, get_settings
 from rag.store import connection
-from rag.store.connection import IAM_URL_ENV, resolve_database_url, url_with_iam_token
+from rag.store.connection import IAM_URL_ENV, RDS_CA_BUNDLE, resolve_database_url, url_with_iam_token
 
 PROXY = "meeting-rag.proxy-abc123.eu-west-1.rds.amazonaws.com"
+INSTANCE = "meeting-rag-dev.c9akciq32.eu-west-1.rds.amazonaws.com"
+
+
+def rds_secret(*, username: str, password: str, host: str, port: int) -> dict[str, object]:
+    """What RDS writes into a secret attached through CDK (from_generated_secret): no dbname, no sslmode."""
+    return {
+        "username": username, "password": password, "engine": "postgres", "host": host, "port": port,
+        "dbInstanceIdentifier": "meeting-rag-dev",
+    }  # fmt: skip
+
+
+def assert_verified_with_the_bundle(query: str) -> None:
+    params = dict(parse_qsl(query))
+    assert params["sslmode"] == "verify-full"
+    assert params["sslrootcert"] == str(RDS_CA_BUNDLE) and RDS_CA_BUNDLE.is_file()
 
 
 def test_token_is_a_presigned_connect_request_for_the_user_and_host() -> None:
@@ -23,7 +38,7 @@ def test_token_is_a_presigned_connect_request_for_the_user_and_host() -> None:
 
     parts = urlsplit(url)
     assert (parts.username, parts.hostname, parts.port, parts.path) == ("rag_admin", PROXY, 5432, "/rag")
-    assert parts.query == "sslmode=require"  # IAM tokens are accepted over TLS only
+    assert_verified_with_the_bundle(parts.query)  # IAM tokens go over TLS only, and to the proxy, verified
     token = unquote(parts.password or "")
     assert token.startswith(f"{PROXY}:5432/?")
     signed = parse_qs(token.split("?", 1)[1])
@@ -33,9 +48,39 @@ def test_token_is_a_presigned_connect_request_for_the_user_and_host() -> None:
 
 
 def test_an_explicit_sslmode_is_kept() -> None:
-    url = url_with_iam_token(f"postgresql://app@{PROXY}/rag?sslmode=verify-full&application_name=x", "eu-west-1")
-    assert urlsplit(url).query == "sslmode=verify-full&application_name=x"
+    url = url_with_iam_token(f"postgresql://app@{PROXY}/rag?sslmode=verify-ca&application_name=x", "eu-west-1")
+    assert dict(parse_qsl(urlsplit(url).query)) == {
+        "sslmode": "verify-ca", "application_name": "x", "sslrootcert": str(RDS_CA_BUNDLE)
+    }  # fmt: skip
     assert urlsplit(url).port == 5432
+    local = url_with_iam_token("postgresql://app@127.0.0.1:5432/rag?sslmode=disable", "eu-west-1")
+    assert urlsplit(local).query == "sslmode=disable"
+
+
+def test_require_to_an_rds_endpoint_becomes_verify_full_with_the_bundled_cas() -> None:
+    # The CDK app's RAG_DATABASE_IAM_URL says sslmode=require: encrypted, but anyone could answer.
+    url = url_with_iam_token(f"postgresql://rag_app@{PROXY}:5432/rag?sslmode=require", "eu-west-1")
+    assert_verified_with_the_bundle(urlsplit(url).query)
+    assert conninfo_to_dict(url)["sslrootcert"] == str(RDS_CA_BUNDLE)  # libpq's own parser reads it back
+
+
+def test_other_hosts_get_require_and_the_setting_overrides_everything(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert urlsplit(url_with_iam_token("postgresql://app@db.internal/rag", "eu-west-1")).query == "sslmode=require"
+    forced = url_with_iam_token(f"postgresql://app@{PROXY}/rag", "eu-west-1", sslmode="require")
+    assert urlsplit(forced).query == "sslmode=require"
+    own_ca = url_with_iam_token("postgresql://app@db.internal/rag", "eu-west-1", sslmode="verify-full",
+                                sslrootcert=RDS_CA_BUNDLE)  # fmt: skip
+    assert dict(parse_qsl(urlsplit(own_ca).query)) == {"sslmode": "verify-full", "sslrootcert": str(RDS_CA_BUNDLE)}
+    monkeypatch.delenv("DATABASE_URL", raising=False)
+    monkeypatch.setenv(IAM_URL_ENV, f"postgresql://app@{PROXY}:5432/rag?sslmode=require")
+    monkeypatch.setenv("RAG_DATABASE_SSLMODE", "verify-ca")
+    assert dict(parse_qsl(urlsplit(resolve_database_url(Settings())).query))["sslmode"] == "verify-ca"
+
+
+def test_an_instance_in_a_region_the_bundle_lacks_gets_require_and_a_warning(caplog: pytest.LogCaptureFixture) -> None:
+    url = url_with_iam_token("postgresql://app@db.abc.il-central-1.rds.amazonaws.com/rag", "il-central-1")
+    assert urlsplit(url).query == "sslmode=require"
+    assert "RAG_DATABASE_SSLROOTCERT" in caplog.text
 
 
 @pytest.mark.parametrize(
@@ -62,7 +107,9 @@ def test_database_url_wins_then_iam_then_the_secret(monkeypatch: pytest.MonkeyPa
     assert resolve_database_url(direct) == "postgresql://postgres@127.0.0.1:5999/rag"
 
 
-def test_the_secret_path_still_works(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.fixture
+def secret_of(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., str]]:
+    """Stores an RDS-shaped secret in Secrets Manager (moto) and returns its ARN."""
     from moto import mock_aws
 
     monkeypatch.delenv(IAM_URL_ENV, raising=False)
@@ -70,15 +117,32 @@ def test_the_secret_path_still_works(monkeypatch: pytest.MonkeyPatch) -> None:
     with mock_aws():
         import boto3
 
-        secret = {"username": "rag_admin", "password": "p@ss/word", "host": "db.internal", "port": 5433, "dbname": "rag"}
-        arn = boto3.client("secretsmanager", region_name="us-east-1").create_secret(
-            Name="rag-db", SecretString=json.dumps(secret)
-        )["ARN"]
-        url = resolve_database_url(Settings(database_secret_arn=arn))
+        client = boto3.client("secretsmanager", region_name="us-east-1")
+
+        def store(host: str, port: int = 5432) -> str:
+            secret = rds_secret(username="rag_admin", password="p@ss/word", host=host, port=port)
+            return client.create_secret(Name=f"rag-db-{uuid.uuid4().hex[:6]}", SecretString=json.dumps(secret))["ARN"]
+
+        yield store
+
+
+def test_the_secret_path_uses_the_configured_database(secret_of: Callable[..., str]) -> None:
+    url = resolve_database_url(Settings(database_secret_arn=secret_of("db.internal", 5433), database_name="rag"))
     assert conninfo_to_dict(url) == {
         "user": "rag_admin", "password": "p@ss/word", "host": "db.internal", "port": "5433", "dbname": "rag",
         "sslmode": "require",
     }  # fmt: skip
+
+
+def test_the_secret_of_an_rds_instance_is_used_with_verify_full(secret_of: Callable[..., str]) -> None:
+    url = resolve_database_url(Settings(database_secret_arn=secret_of(INSTANCE), database_name="rag"))
+    assert conninfo_to_dict(url)["dbname"] == "rag" and urlsplit(url).hostname == INSTANCE
+    assert_verified_with_the_bundle(urlsplit(url).query)
+
+
+def test_a_secret_without_dbname_and_no_configured_name_is_an_error_not_postgres(secret_of: Callable[..., str]) -> None:
+    with pytest.raises(ValueError, match="names no database .* set RAG_DATABASE_NAME"):
+        resolve_database_url(Settings(database_secret_arn=secret_of(INSTANCE)))
 
 
 @pytest.fixture

@@ -12,7 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from infra.bundling import RUNTIME_PROVIDED, find_python312, layer_hash, runtime_requirements, tree_hash
+from infra.bundling import (
+    LAYER_CA_BUNDLE,
+    LIBRARY_DIR,
+    RUNTIME_PROVIDED,
+    find_python312,
+    layer_hash,
+    runtime_requirements,
+    tree_hash,
+)
 from infra.defaults import REPO_ROOT
 
 # Half of Lambda's 250 MB (function + layers, unzipped): the margin the issue asks for.
@@ -68,6 +76,25 @@ def test_built_layer_is_small_and_leaves_out_what_lambda_ships(layer: Path) -> N
     wheel_tags = (next(site.glob("psycopg_binary-*.dist-info")) / "WHEEL").read_text()
     assert "Tag: cp312-cp312-manylinux2014_x86_64" in wheel_tags.splitlines()
     assert list((site / "pydantic_core").glob("_pydantic_core.cpython-312-x86_64-linux-gnu.so"))
+
+
+@pytest.mark.slow
+def test_layer_carries_the_rds_ca_bundle_where_the_library_looks_for_it(layer: Path, tmp_path: Path) -> None:
+    # GIVEN the built layer: the bundle is there, byte for byte
+    bundled = layer / "python" / LAYER_CA_BUNDLE
+    assert bundled.read_bytes() == (LIBRARY_DIR / "certs" / "rds-ca-bundle.pem").read_bytes()
+    # WHEN the library, imported from the layer alone, builds the URL for RDS Proxy
+    probe = (
+        "import json; from rag.store.connection import tls_parameters\n"
+        "print(json.dumps(tls_parameters('meeting-rag.proxy-abc.us-east-1.rds.amazonaws.com')))\n"
+    )
+    python = find_python312() or sys.executable
+    env = {"PATH": os.environ["PATH"], "PYTHONPATH": str(layer / "python"), "PYTHONNOUSERSITE": "1",
+           "PYTHONDONTWRITEBYTECODE": "1"}  # fmt: skip
+    result = subprocess.run([python, "-S", "-c", probe], env=env, capture_output=True, text=True, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-2000:]
+    # THEN it verifies the server with the layer's own copy (in Lambda: /opt/python/rag/certs/...)
+    assert json.loads(result.stdout) == {"sslmode": "verify-full", "sslrootcert": str(bundled.resolve())}
 
 
 @pytest.mark.slow

@@ -167,7 +167,7 @@ def test_ingest_retries_outlast_a_five_minute_database_outage(stage: Synthesized
 
 def test_database_is_encrypted_private_backed_up_and_switchable_by_stage(stage: Synthesized) -> None:
     props = stage.resource("AWS::RDS::DBInstance")["Properties"]
-    assert props["Engine"] == "postgres" and props["EngineVersion"].startswith("17.")  # pgvector 0.8 on RDS
+    assert props["Engine"] == "postgres" and props["EngineVersion"] == "17"  # pgvector 0.8 on RDS; major only
     assert props["StorageEncrypted"] is True
     assert props["PubliclyAccessible"] is False
     assert props["EnableIAMDatabaseAuthentication"] is True
@@ -279,13 +279,6 @@ def test_functions_run_in_private_subnets_with_tracing_and_log_retention(stage: 
     )
     for group in stage.resources("AWS::Logs::LogGroup").values():
         assert group["Properties"]["RetentionInDays"] == stage.config.log_retention_days
-
-
-def test_vpc_endpoints_cover_the_services_the_functions_call(stage: Synthesized) -> None:
-    services = {resolve_strings(e["Properties"]["ServiceName"]).split(".")[-1] for e in stage.resources("AWS::EC2::VPCEndpoint").values()}
-    bedrock = {"bedrock-runtime"} if stage.config.embedding_provider == "bedrock" else set()
-    assert services == {"s3", "sqs", "secretsmanager", "states", "logs"} | bedrock
-    assert stage.resource("AWS::EC2::FlowLog")["Properties"]["TrafficType"] == "REJECT"
 
 
 def test_nothing_is_reachable_from_the_internet(stage: Synthesized) -> None:

@@ -36,7 +36,9 @@ def test_app_script_synthesizes_the_stage_named_in_context(tmp_path: Path) -> No
     env = {
         **os.environ,
         "CDK_OUTDIR": str(tmp_path),
-        "CDK_CONTEXT_JSON": json.dumps({**SKIP_BUNDLING, "stage": "prod", "ingest_max_receive_count": "3"}),
+        "CDK_CONTEXT_JSON": json.dumps(
+            {**SKIP_BUNDLING, "stage": "prod", "alarm_email": "alarms@example.com", "ingest_max_receive_count": "3"}
+        ),
     }
     env.pop("JSII_NODE", None)  # the app finds the wheel's Node.js itself
     # WHEN it runs as a script
@@ -89,7 +91,14 @@ def test_unknown_stage_names_the_known_ones() -> None:
 def test_only_openai_stages_get_a_nat_gateway(dev: Synthesized, prod: Synthesized) -> None:
     assert dev.resources("AWS::EC2::NatGateway") == {}
     assert dev.resources("AWS::EC2::InternetGateway") == {}
-    assert len(prod.resources("AWS::EC2::NatGateway")) == 1
+    assert len(prod.resources("AWS::EC2::NatGateway")) == prod.config.max_azs  # one per AZ (tests/infra/test_network.py)
+
+
+def test_a_single_nat_gateway_remains_a_choice(tmp_path: Path) -> None:
+    from tests.infra.conftest import synthesize
+
+    result = synthesize("prod", tmp_path, {"nat_gateway_per_az": "false"})
+    assert len(result.resources("AWS::EC2::NatGateway")) == 1
 
 
 def test_backfill_schedule_is_off_outside_production(dev: Synthesized, prod: Synthesized) -> None:
@@ -120,7 +129,11 @@ def test_the_deployed_state_machine_is_the_one_the_backfill_tests_execute(stage:
 
     ids = stage_function_ids(stage.data)
     deployed = definition_from_template(stage.data, {logical_id: function_arn(s) for s, logical_id in ids.items()})
-    local = backfill_definition(retry_interval_seconds=5, max_iterations=stage.config.backfill_max_iterations)
+    local = backfill_definition(
+        retry_interval_seconds=5,
+        max_iterations=stage.config.backfill_max_iterations,
+        idle_wait_seconds=stage.config.backfill_idle_wait_seconds,  # 1 s locally, 30 s deployed
+    )
     assert deployed == local
     assert len(deployed["States"]) > 10
 

@@ -1,11 +1,22 @@
 from __future__ import annotations
 
+import re
+import uuid
 from pathlib import Path
 
 import pytest
 
 from rag.config import REPO_ROOT
-from rag.store.migrations import discover, embedding_index_name, migrate
+from rag.store.migrations import (
+    INDEX_BUILD_MAX_ROWS,
+    VectorExtensionError,
+    check_vector_extension,
+    check_vector_version,
+    discover,
+    embedding_index_name,
+    ensure_embedding_indexes_concurrently,
+    migrate,
+)
 
 MODEL = "local/all-MiniLM-L6-v2"
 
@@ -79,3 +90,143 @@ def test_marker_free_tsvectors_replace_the_old_ones_and_postings_are_rebuilt(dat
     finally:
         with psycopg.connect(database_url, autocommit=True) as admin:
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+# --- pgvector's version ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("version", ["0.8.0", "0.8.1", "0.8.6", "0.10.0", "1.0.0"])
+def test_pgvector_0_8_0_or_newer_passes(version: str):
+    assert check_vector_version(version, installed=True) == version
+
+
+@pytest.mark.parametrize(
+    ("version", "installed", "advice"),
+    [
+        ("0.7.4", True, "ALTER EXTENSION vector UPDATE"),
+        ("0.5.1", False, "upgrade the server"),
+        ("0.7", True, "ALTER EXTENSION vector UPDATE"),
+    ],
+)
+def test_an_older_pgvector_is_refused_naming_the_minimum(version: str, installed: bool, advice: str):
+    expected = rf"pgvector {version} .* needs pgvector >= 0\.8\.0 \(iterative index scans"
+    with pytest.raises(VectorExtensionError, match=expected) as error:
+        check_vector_version(version, installed=installed)
+    assert advice in str(error.value)
+
+
+def test_a_server_without_pgvector_is_refused():
+    with pytest.raises(VectorExtensionError, match="not available on this server.*>= 0.8.0"):
+        check_vector_version(None, installed=False)
+
+
+def test_the_real_server_passes_and_its_version_is_checked(db):
+    installed = db.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()[0]
+    assert check_vector_extension(db) == installed
+    expected = rf"pgvector {re.escape(installed)} is installed; rag needs pgvector >= 99\.0\.0"
+    with pytest.raises(VectorExtensionError, match=expected):
+        check_vector_extension(db, minimum="99.0.0")
+
+
+@pytest.fixture
+def scratch_database(database_url: str):
+    """An empty database of its own on the test server."""
+    import psycopg
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    name = f"{conninfo_to_dict(database_url)['dbname']}_{uuid.uuid4().hex[:6]}"
+    with psycopg.connect(database_url, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    yield make_conninfo(database_url, dbname=name)
+    with psycopg.connect(database_url, autocommit=True) as admin:
+        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def test_migrate_refuses_an_old_pgvector_before_changing_anything(scratch_database: str, monkeypatch):
+    from rag.store import migrations
+    from rag.store.connection import connect
+
+    # GIVEN a server whose pgvector (0.8.x here) is older than what migrate requires
+    monkeypatch.setattr(migrations, "MIN_VECTOR_VERSION", "99.0.0")
+    with connect(scratch_database, register=False) as conn:
+        # WHEN migrate runs, THEN it fails naming the minimum, and the database is untouched
+        with pytest.raises(VectorExtensionError, match=r"would install; rag needs pgvector >= 99\.0\.0"):
+            migrate(conn, REPO_ROOT / "sql", {MODEL: 384})
+        assert conn.execute("SELECT to_regclass('schema_migrations')").fetchone() == (None,)
+        assert conn.execute("SELECT count(*) FROM pg_extension WHERE extname = 'vector'").fetchone() == (0,)
+
+
+# --- vector indexes on large tables --------------------------------------------------------------------------------
+
+SMALL_MODEL = "test/three-dims"
+
+
+def _embedded_table(conn, rows: int) -> None:
+    """A ``chunks`` table (just the columns the index uses) holding ``rows`` vectors of SMALL_MODEL."""
+    conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+    conn.execute("CREATE TABLE chunks (id bigserial PRIMARY KEY, embedding_model text NOT NULL, embedding vector)")
+    conn.execute(
+        "INSERT INTO chunks (embedding_model, embedding)"
+        " SELECT %s, ARRAY[random(), random(), random()]::vector FROM generate_series(1, %s)",
+        (SMALL_MODEL, rows),
+    )
+
+
+def _index_state(conn, name: str):
+    row = conn.execute("SELECT indisvalid FROM pg_index WHERE indexrelid = to_regclass(%s)", (name,)).fetchone()
+    return None if row is None else row[0]
+
+
+def test_migrate_leaves_a_large_tables_index_to_the_concurrent_builder(scratch_database: str, tmp_path: Path):
+    from rag.store.connection import connect
+
+    name = embedding_index_name("chunks", SMALL_MODEL, 3)
+    with connect(scratch_database, register=False) as conn:
+        # GIVEN a table with more rows of the model than the threshold (10,000)
+        assert INDEX_BUILD_MAX_ROWS == 10_000
+        _embedded_table(conn, INDEX_BUILD_MAX_ROWS + 1)
+
+        # WHEN migrate runs (one transaction, a deploy's time limit), THEN it builds no index there
+        assert migrate(conn, tmp_path, {SMALL_MODEL: 3}) == []
+        assert _index_state(conn, name) is None
+
+        # WHEN the concurrent builder runs, THEN the index exists and is valid, and a second run does nothing
+        assert ensure_embedding_indexes_concurrently(conn, {SMALL_MODEL: 3}) == [name]
+        assert _index_state(conn, name) is True
+        assert "USING hnsw" in conn.execute("SELECT pg_get_indexdef(to_regclass(%s))", (name,)).fetchone()[0]
+        assert ensure_embedding_indexes_concurrently(conn, {SMALL_MODEL: 3}) == []
+
+
+def test_migrate_still_builds_an_index_up_to_the_threshold(scratch_database: str, tmp_path: Path):
+    from rag.store.connection import connect
+
+    with connect(scratch_database, register=False) as conn:
+        _embedded_table(conn, 50)
+        migrate(conn, tmp_path, {SMALL_MODEL: 3}, index_build_max_rows=50)
+        assert _index_state(conn, embedding_index_name("chunks", SMALL_MODEL, 3)) is True
+
+
+def test_an_index_left_invalid_by_an_interrupted_build_is_built_again(scratch_database: str, tmp_path: Path):
+    from rag.store.connection import connect
+
+    name = embedding_index_name("chunks", SMALL_MODEL, 3)
+    with connect(scratch_database, register=False) as conn:
+        _embedded_table(conn, 200)
+        migrate(conn, tmp_path, {SMALL_MODEL: 3}, index_build_max_rows=100)
+        assert ensure_embedding_indexes_concurrently(conn, {SMALL_MODEL: 3}) == [name]
+        # What a CREATE INDEX CONCURRENTLY cut short (a timeout, a lost connection) leaves behind
+        conn.execute("UPDATE pg_index SET indisvalid = false WHERE indexrelid = to_regclass(%s)", (name,))
+        assert _index_state(conn, name) is False
+
+        assert ensure_embedding_indexes_concurrently(conn, {SMALL_MODEL: 3}) == [name]
+        assert _index_state(conn, name) is True
+
+
+def test_the_concurrent_builder_refuses_a_connection_inside_a_transaction(db):
+    db.autocommit = False
+    try:
+        with pytest.raises(ValueError, match="autocommit"):
+            ensure_embedding_indexes_concurrently(db, {MODEL: 384})
+    finally:
+        db.rollback()
+        db.autocommit = True

@@ -97,7 +97,11 @@ def claim_batch(conn: psycopg.Connection, stage: StageName, model_id: str, limit
 
 
 def count_remaining(conn: psycopg.Connection, stage: StageName, model_id: str) -> int:
-    """Documents the stage would still claim (locked ones included: another runner has them)."""
+    """Documents the stage would still claim (locked ones included: another runner has them).
+
+    A batch that claimed nothing while this is > 0 found them all locked: the state machine
+    counts such batches (``idle_batches``) and ends the stage for this run after a few.
+    """
     row = conn.execute(
         f"SELECT count(*) FROM documents WHERE {CLAIMABLE[stage]} AND backfill_attempts < %(max_attempts)s",
         {"model": model_id, "max_attempts": MAX_ATTEMPTS},

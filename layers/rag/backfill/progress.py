@@ -2,7 +2,10 @@
 
 The loop counts its iterations through the handler: it passes the previous result in
 (``previous``) and gets ``iteration + 1`` and running totals back, so the definition
-needs only plain Choice rules (no intrinsic arithmetic).
+needs only plain Choice rules (no intrinsic arithmetic). ``idle_batches`` counts the
+batches in a row that claimed nothing although documents remained: another runner holds
+them (``FOR UPDATE SKIP LOCKED``); the loop waits between such batches and, after a few,
+leaves the rest to that runner.
 """
 
 from __future__ import annotations
@@ -29,8 +32,14 @@ class StageProgress:
     processed: int
     failed: int
     remaining: int
+    idle_batches: int  # batches in a row that found every remaining document held by another runner
     processed_total: int
     failed_total: int
+
+    @property
+    def held_by_others(self) -> bool:
+        """This batch claimed nothing, yet documents remain: another runner holds them all."""
+        return self.idle_batches > 0
 
     def as_dict(self) -> dict[str, int]:
         return asdict(self)
@@ -56,12 +65,18 @@ def parse_request(event: Mapping[str, Any], *, default_batch_size: int = 10) -> 
 
 
 def advance(previous: Mapping[str, Any], result: StageResult) -> StageProgress:
-    """The progress after one more batch: the iteration counted, the totals carried along."""
+    """The progress after one more batch: the iteration counted, the totals carried along.
+
+    A batch that claimed nothing while documents remain is idle (the claim skipped them all:
+    locked by another runner); ``idle_batches`` counts such batches in a row, 0 after any claim.
+    """
+    idle = result.processed + result.failed == 0 and result.remaining > 0
     return StageProgress(
         iteration=int(previous.get("iteration", 0)) + 1,
         processed=result.processed,
         failed=result.failed,
         remaining=result.remaining,
+        idle_batches=int(previous.get("idle_batches", 0)) + 1 if idle else 0,
         processed_total=int(previous.get("processed_total", 0)) + result.processed,
         failed_total=int(previous.get("failed_total", 0)) + result.failed,
     )

@@ -3,7 +3,12 @@
 Where the database is, in order: ``DATABASE_URL``; ``RAG_DATABASE_IAM_URL`` (RDS Proxy or RDS with IAM
 authentication: the URL names host, port, user and database, and the password is a 15-minute IAM token made
 at connect time, so no function ever holds a database password); the Secrets Manager secret
-``RAG_DATABASE_SECRET_ARN``; else the embedded server of ``rag up``.
+``RAG_DATABASE_SECRET_ARN`` (with ``RAG_DATABASE_NAME``: RDS's generated secrets name no database); else the
+embedded server of ``rag up``.
+
+TLS: connections to an RDS instance or RDS Proxy (``*.rds.amazonaws.com``) verify the server (``verify-full``)
+against the CA bundle shipped in ``rag/certs/`` (Amazon RDS root CAs + Amazon Trust Services roots for the proxy);
+other hosts get ``require`` unless ``RAG_DATABASE_SSLMODE`` / the URL / the secret say otherwise.
 
 A warm Lambda handles one event at a time, so its pool holds one connection; ``rag up`` runs the queue
 worker and the query API side by side, and each borrows its own. psycopg_pool checks a connection before
@@ -14,11 +19,13 @@ of failing the request, and rolls back whatever a borrower left open, so each co
 from __future__ import annotations
 
 import json
+import logging
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING
-from urllib.parse import quote, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 if TYPE_CHECKING:
     import psycopg
@@ -28,6 +35,24 @@ if TYPE_CHECKING:
 
 LOCAL_DATABASE = "rag"
 IAM_URL_ENV = "RAG_DATABASE_IAM_URL"  # Settings.database_iam_url; the CDK app sets it on every function
+DATABASE_NAME_ENV = "RAG_DATABASE_NAME"  # Settings.database_name; the database a secret's server is asked for
+
+# Amazon RDS root CAs (the global bundle) + Amazon Trust Services roots (RDS Proxy's ACM certificate): see certs/README.md.
+RDS_CA_BUNDLE = Path(__file__).resolve().parents[1] / "certs" / "rds-ca-bundle.pem"
+RDS_HOST_SUFFIX = ".rds.amazonaws.com"
+# Regions whose "Amazon RDS <region> Root CA RSA2048/RSA4096/ECC384 G1" the bundle holds (a test reads them from it).
+# An instance elsewhere gets sslmode=require and a warning until the bundle is refreshed (or RAG_DATABASE_SSLROOTCERT).
+RDS_CA_REGIONS = frozenset(
+    {
+        "af-south-1", "ap-east-1", "ap-northeast-1", "ap-northeast-2", "ap-northeast-3", "ap-south-1", "ap-south-2",
+        "ap-southeast-1", "ap-southeast-2", "ap-southeast-3", "ap-southeast-4", "ca-central-1", "eu-central-1",
+        "eu-central-2", "eu-north-1", "eu-south-1", "eu-south-2", "eu-west-1", "eu-west-2", "eu-west-3",
+        "me-central-1", "me-south-1", "sa-east-1", "us-east-1", "us-east-2", "us-west-1", "us-west-2",
+    }
+)  # fmt: skip
+VERIFYING_SSLMODES = ("verify-ca", "verify-full")
+
+logger = logging.getLogger(__name__)
 
 _pool: ConnectionPool | None = None
 _pool_target: tuple[object, ...] | None = None
@@ -44,30 +69,107 @@ def resolve_database_url(settings: Settings) -> str:
     if settings.database_url:
         return settings.database_url
     if settings.database_iam_url:
-        return url_with_iam_token(settings.database_iam_url, settings.aws_region)
+        return url_with_iam_token(
+            settings.database_iam_url,
+            settings.aws_region,
+            sslmode=settings.database_sslmode,
+            sslrootcert=settings.database_sslrootcert,
+        )
     if settings.database_secret_arn:
         return _url_from_secret(settings)
     return local_database_url(settings)
 
 
 def _url_from_secret(settings: Settings) -> str:
+    """The URL of the secret's server, database ``RAG_DATABASE_NAME`` (else the secret's ``dbname``).
+
+    RDS's generated secrets (``Credentials.from_generated_secret``) hold username, password, engine, host, port and
+    dbInstanceIdentifier, and no ``dbname``: without the configured name there is no right database to guess
+    (``postgres`` would be the wrong one), so that is an error.
+    """
     import boto3
 
     client = boto3.client("secretsmanager", region_name=settings.aws_region, endpoint_url=settings.aws_endpoint_url)
     secret = json.loads(client.get_secret_value(SecretId=settings.database_secret_arn)["SecretString"])
+    dbname = settings.database_name or secret.get("dbname")
+    if not dbname:
+        raise ValueError(
+            f"the database secret {settings.database_secret_arn} names no database (RDS's generated secrets carry no"
+            f" 'dbname') and {DATABASE_NAME_ENV} is not set: set {DATABASE_NAME_ENV} to the database to use"
+        )
     user, password = quote(secret["username"], safe=""), quote(secret["password"], safe="")
     host, port = secret["host"], secret.get("port", 5432)
-    dbname = secret.get("dbname", "postgres")
-    # RDS's secrets carry no sslmode: TLS is required unless a (non-RDS) secret says otherwise.
-    sslmode = secret.get("sslmode", "require")
-    return f"postgresql://{user}:{password}@{host}:{port}/{dbname}?sslmode={sslmode}"
+    tls = tls_parameters(
+        host, sslmode=settings.database_sslmode, requested=secret.get("sslmode"), sslrootcert=settings.database_sslrootcert
+    )
+    query = urlencode(tls, safe="/", quote_via=quote)
+    return f"postgresql://{user}:{password}@{host}:{port}/{quote(dbname, safe='')}?{query}"
 
 
-def url_with_iam_token(iam_url: str, region: str, *, rds_client: object | None = None) -> str:
+def is_rds_host(host: str) -> bool:
+    """An RDS instance, cluster or RDS Proxy endpoint (``...<region>.rds.amazonaws.com``)."""
+    return host.lower().rstrip(".").endswith(RDS_HOST_SUFFIX)
+
+
+def _bundle_covers(host: str) -> bool:
+    """Whether the shipped bundle can verify ``host``: a proxy (Amazon Trust Services roots) or a known region."""
+    labels = host.lower().rstrip(".").split(".")  # name, [proxy-]hash, region, rds, amazonaws, com
+    if len(labels) < 5:
+        return False
+    return labels[-5].startswith("proxy-") or labels[-4] in RDS_CA_REGIONS
+
+
+def tls_parameters(
+    host: str, *, sslmode: str | None = None, requested: str | None = None, sslrootcert: Path | str | None = None
+) -> dict[str, str]:
+    """``sslmode`` (and ``sslrootcert``) for a connection to ``host``.
+
+    ``sslmode`` is the operator's setting (``RAG_DATABASE_SSLMODE``) and always wins; ``requested`` is what the URL or
+    the secret asks for. An RDS endpoint asked for nothing or for ``require`` (which encrypts but does not check who
+    answers) is verified instead: ``verify-full`` against ``sslrootcert`` or the bundled RDS CAs. Other hosts get
+    ``require`` unless asked otherwise.
+    """
+    rds = is_rds_host(host)
+    if sslmode:
+        mode = sslmode
+    elif rds and requested in (None, "require"):
+        if sslrootcert or _bundle_covers(host):
+            mode = "verify-full"
+        else:
+            logger.warning(
+                "no bundled RDS CA for this endpoint's region: TLS without server verification"
+                " (set RAG_DATABASE_SSLROOTCERT to AWS's current global bundle)",
+                extra={"host": host},
+            )
+            mode = "require"
+    else:
+        mode = requested or "require"
+    params = {"sslmode": mode}
+    if mode in VERIFYING_SSLMODES:
+        root = Path(sslrootcert) if sslrootcert else (RDS_CA_BUNDLE if rds else None)
+        if root is not None:
+            if not root.is_file():
+                raise FileNotFoundError(
+                    f"CA bundle {root} not found: the layer must carry rag/certs/ (pyproject package-data),"
+                    " or set RAG_DATABASE_SSLROOTCERT"
+                )
+            params["sslrootcert"] = str(root)
+    return params
+
+
+def url_with_iam_token(
+    iam_url: str,
+    region: str,
+    *,
+    rds_client: object | None = None,
+    sslmode: str | None = None,
+    sslrootcert: Path | str | None = None,
+) -> str:
     """``iam_url`` (no password) with a fresh IAM authentication token as its password.
 
     The token is a SigV4-presigned request made locally from the function's credentials (no API call);
-    RDS Proxy and RDS accept it for 15 minutes, and only over TLS, so ``sslmode=require`` is the default.
+    RDS Proxy and RDS accept it for 15 minutes, and only over TLS: an RDS endpoint is verified (``verify-full``
+    with the bundled CAs, see ``tls_parameters``), any other host gets ``sslmode=require`` unless the URL says otherwise.
     """
     parts = urlsplit(iam_url)
     if parts.scheme not in ("postgresql", "postgres") or not parts.hostname or not parts.username:
@@ -83,8 +185,11 @@ def url_with_iam_token(iam_url: str, region: str, *, rds_client: object | None =
         DBHostname=parts.hostname, Port=port, DBUsername=parts.username, Region=region
     )
     netloc = f"{quote(parts.username, safe='')}:{quote(token, safe='')}@{parts.hostname}:{port}"
-    query = parts.query if "sslmode=" in parts.query else "&".join(filter(None, [parts.query, "sslmode=require"]))
-    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+    query = dict(parse_qsl(parts.query, keep_blank_values=True))
+    if "sslrootcert" in query:  # the URL names its own CA file: keep it
+        sslrootcert = sslrootcert or query["sslrootcert"]
+    query.update(tls_parameters(parts.hostname, sslmode=sslmode, requested=query.get("sslmode"), sslrootcert=sslrootcert))
+    return urlunsplit((parts.scheme, netloc, parts.path, urlencode(query, safe="/", quote_via=quote), parts.fragment))
 
 
 def connect(url: str, *, register: bool = True, connect_timeout: int = 5) -> psycopg.Connection:

@@ -1,0 +1,207 @@
+"""The alarms an operator needs, on the synthesized templates: metric, threshold, the topic as action, a runbook.
+
+And who receives them: prod does not synthesize without ``-c alarm_email=...``; dev warns.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any
+
+import pytest
+
+import aws_cdk as cdk
+from aws_cdk.assertions import Annotations, Match
+
+from infra.config import stage_config
+from infra.constructs import monitoring
+from infra.stack import build
+from tests.infra.conftest import SKIP_BUNDLING, Synthesized, resolve_strings
+
+# The alarms of issue 12 (logical id prefix under Monitoring/): each carries a runbook in its description.
+RUNBOOK_ALARMS = (
+    "DeadLetters", "IngestQueueAge", "DatabaseCpu", "DatabaseFreeStorage", "DatabaseConnections", "ProxyBorrowLatency",
+    "BackfillFailed", "BackfillTimedOut", "BackfillScheduleFailed",
+)  # fmt: skip
+# Room for what a reference becomes at deploy time (an ARN, a queue URL, a log group name).
+REFERENCE_LENGTH = 110
+
+
+def alarms(stage: Synthesized) -> dict[str, dict[str, Any]]:
+    return {name: a["Properties"] for name, a in stage.resources("AWS::CloudWatch::Alarm").items()}
+
+
+def alarm(stage: Synthesized, name: str) -> dict[str, Any]:
+    """The alarm ``Monitoring/<name>`` (its logical id is the path plus a hash)."""
+    found = [props for logical_id, props in alarms(stage).items() if re.fullmatch(f"Monitoring{name}[0-9A-F]{{8}}", logical_id)]
+    assert len(found) == 1, f"expected one alarm Monitoring/{name}, found {len(found)}"
+    return found[0]
+
+
+def logical_id(stage: Synthesized, type_: str, prefix: str = "") -> str:
+    [found] = [name for name in stage.resources(type_) if name.startswith(prefix)]
+    return found
+
+
+def topic(stage: Synthesized) -> str:
+    return logical_id(stage, "AWS::SNS::Topic")
+
+
+def metric(props: dict[str, Any]) -> tuple[Any, ...]:
+    return (
+        props["Namespace"], props["MetricName"], props.get("Statistic") or props.get("ExtendedStatistic"),
+        props["ComparisonOperator"], props["Threshold"], props["EvaluationPeriods"], props["Period"],
+    )  # fmt: skip
+
+
+def deployed_length(description: Any) -> int:
+    """The description's length once each reference is a name or ARN of REFERENCE_LENGTH characters."""
+
+    def resolve(value: Any) -> str:
+        if isinstance(value, str):
+            return value
+        if isinstance(value, dict) and "Fn::Join" in value:
+            separator, parts = value["Fn::Join"]
+            return separator.join(resolve(part) for part in parts)
+        return "r" * REFERENCE_LENGTH
+
+    return len(resolve(description))
+
+
+# --- every alarm --------------------------------------------------------------------------------------------------
+
+
+def test_every_alarm_notifies_the_topic(stage: Synthesized) -> None:
+    for name, props in alarms(stage).items():
+        assert props["AlarmActions"] == [{"Ref": topic(stage)}], name
+
+
+def test_each_operational_alarm_says_what_it_means_and_what_to_do(stage: Synthesized) -> None:
+    names = RUNBOOK_ALARMS + (("BackfillNotSucceeding",) if stage.config.backfill_schedule_enabled else ())
+    for name in names:
+        description = alarm(stage, name)["AlarmDescription"]
+        text = resolve_strings(description)
+        lines = text.splitlines()
+        assert len(lines) >= 3 and lines[0].endswith((".", ":")), (name, text)  # what it means, first
+        assert re.search(r"^1\) ", text, re.M), (name, text)  # numbered steps
+        assert "infra/README.md" in lines[-1], (name, text)  # the long version
+        assert deployed_length(description) <= 1024, name  # CloudWatch's limit
+
+
+# --- the database and its proxy --------------------------------------------------------------------------------
+
+
+def test_database_cpu_storage_and_connections(stage: Synthesized) -> None:
+    instance = logical_id(stage, "AWS::RDS::DBInstance")
+    dimensions = [{"Name": "DBInstanceIdentifier", "Value": {"Ref": instance}}]
+    config = stage.config
+
+    cpu = alarm(stage, "DatabaseCpu")
+    assert metric(cpu) == ("AWS/RDS", "CPUUtilization", "Average", "GreaterThanOrEqualToThreshold", 80, 3, 300)
+    assert cpu["Dimensions"] == dimensions
+
+    storage = alarm(stage, "DatabaseFreeStorage")
+    free_bytes = math.floor(0.10 * config.db_allocated_storage_gb * 2**30)  # 10% of the initial allocation
+    assert metric(storage) == ("AWS/RDS", "FreeStorageSpace", "Minimum", "LessThanThreshold", free_bytes, 1, 300)
+    assert storage["Dimensions"] == dimensions
+
+    connections = alarm(stage, "DatabaseConnections")
+    limit = math.ceil(0.80 * config.db_max_connections)  # against the parameter group's max_connections
+    assert metric(connections) == ("AWS/RDS", "DatabaseConnections", "Maximum", "GreaterThanOrEqualToThreshold", limit, 2, 300)
+    assert connections["Dimensions"] == dimensions
+    parameters = stage.resource("AWS::RDS::DBParameterGroup")["Properties"]["Parameters"]
+    assert parameters["max_connections"] == str(config.db_max_connections)
+    assert f"max_connections ({config.db_max_connections})" in resolve_strings(connections["AlarmDescription"])
+
+
+def test_proxy_borrow_latency(stage: Synthesized) -> None:
+    latency = alarm(stage, "ProxyBorrowLatency")
+    # AWS/RDS, per proxy, in microseconds: 50 ms on average for 15 minutes.
+    assert metric(latency) == (
+        "AWS/RDS", "DatabaseConnectionsBorrowLatency", "Average", "GreaterThanOrEqualToThreshold", 50_000, 3, 300,
+    )  # fmt: skip
+    [dimension] = latency["Dimensions"]
+    assert dimension == {"Name": "ProxyName", "Value": {"Ref": logical_id(stage, "AWS::RDS::DBProxy")}}
+
+
+# --- ingest ------------------------------------------------------------------------------------------------------
+
+
+def test_ingest_queue_oldest_message(stage: Synthesized) -> None:
+    queue = next(name for name, q in stage.resources("AWS::SQS::Queue").items() if "RedrivePolicy" in q["Properties"])
+    age = alarm(stage, "IngestQueueAge")
+    assert metric(age) == ("AWS/SQS", "ApproximateAgeOfOldestMessage", "Maximum", "GreaterThanOrEqualToThreshold", 1800, 1, 300)
+    assert age["Dimensions"] == [{"Name": "QueueName", "Value": {"Fn::GetAtt": [queue, "QueueName"]}}]
+    # Longer than the retries of one message that keeps failing with the handler's backoff (7.5 min).
+    assert age["Threshold"] > 30 + 60 + 120 + 240
+
+
+# --- backfill ----------------------------------------------------------------------------------------------------
+
+
+def test_backfill_failed_timed_out_and_the_schedule(stage: Synthesized) -> None:
+    machine = [{"Name": "StateMachineArn", "Value": {"Ref": logical_id(stage, "AWS::StepFunctions::StateMachine")}}]
+    failed = alarm(stage, "BackfillFailed")
+    assert metric(failed) == ("AWS/States", "ExecutionsFailed", "Sum", "GreaterThanOrEqualToThreshold", 1, 1, 300)
+    assert failed["Dimensions"] == machine
+    assert "BackfillStageFailed" in resolve_strings(failed["AlarmDescription"])  # a failed stage fails the execution
+    timed_out = alarm(stage, "BackfillTimedOut")
+    assert metric(timed_out) == ("AWS/States", "ExecutionsTimedOut", "Sum", "GreaterThanOrEqualToThreshold", 1, 1, 300)
+    assert timed_out["Dimensions"] == machine
+
+    schedule = alarm(stage, "BackfillScheduleFailed")
+    assert metric(schedule) == ("AWS/Events", "FailedInvocations", "Sum", "GreaterThanOrEqualToThreshold", 1, 1, 300)
+    assert schedule["Dimensions"] == [{"Name": "RuleName", "Value": {"Ref": logical_id(stage, "AWS::Events::Rule", "BackfillSchedule")}}]
+
+
+def test_backfill_that_stops_succeeding_alarms_where_the_schedule_runs(dev: Synthesized, prod: Synthesized) -> None:
+    assert prod.config.backfill_schedule_enabled and not dev.config.backfill_schedule_enabled
+    stuck = alarm(prod, "BackfillNotSucceeding")
+    window = 3 * prod.config.backfill_schedule_minutes * 60  # three schedule periods, as one period
+    assert metric(stuck) == ("AWS/States", "ExecutionsSucceeded", "Sum", "LessThanThreshold", 1, 1, window)
+    assert stuck["TreatMissingData"] == "breaching"  # no execution at all is what it is for
+    assert not any(name.startswith("MonitoringBackfillNotSucceeding") for name in alarms(dev))  # schedule off: silent
+
+
+def test_the_dashboard_shows_the_new_metrics(stage: Synthesized) -> None:
+    body = json.dumps(stage.resource("AWS::CloudWatch::Dashboard")["Properties"]["DashboardBody"])
+    for metric_name in ("CPUUtilization", "DatabaseConnections", "FreeStorageSpace", "DatabaseConnectionsBorrowLatency",
+                        "ApproximateAgeOfOldestMessage"):  # fmt: skip
+        assert metric_name in body
+
+
+# --- who receives them --------------------------------------------------------------------------------------------
+
+
+def test_prod_without_an_alarm_email_does_not_synthesize_and_says_which_flag_to_pass() -> None:
+    with pytest.raises(ValueError, match=r"stage prod has no alarm_email: its alarms reach nobody\. Deploy with -c alarm_email="):
+        build(cdk.App(context=SKIP_BUNDLING), "prod")
+
+
+def test_prod_sends_its_alarms_to_the_e_mail_given(prod: Synthesized) -> None:
+    assert prod.config.alarm_email == "alarms@example.com"  # -c alarm_email=... (tests/infra/conftest.py)
+    [subscription] = prod.resources("AWS::SNS::Subscription").values()
+    assert subscription["Properties"] == {
+        "Protocol": "email", "Endpoint": "alarms@example.com", "TopicArn": {"Ref": topic(prod)},
+    }  # fmt: skip
+
+
+def test_dev_without_an_alarm_email_synthesizes_with_a_warning(dev: Synthesized) -> None:
+    assert dev.config.alarm_email is None
+    assert dev.resources("AWS::SNS::Subscription") == {}
+    Annotations.from_stack(dev.stack).has_warning(
+        "/MeetingRag-dev/Monitoring", Match.string_like_regexp("stage dev has no alarm_email.*-c alarm_email=")
+    )
+
+
+@pytest.mark.parametrize("address", ["ops", "ops@example", "a@b.c,d@e.f", "ops @example.com"])
+def test_an_alarm_email_that_is_not_one_address_is_refused(address: str) -> None:
+    with pytest.raises(ValueError, match="alarm_email must be one e-mail address"):
+        stage_config("dev", {"alarm_email": address})
+
+
+def test_only_prod_requires_the_e_mail() -> None:
+    assert monitoring.ALARM_EMAIL_REQUIRED == {"prod"}
+    assert stage_config("dev", {"alarm_email": ""}).alarm_email is None  # -c alarm_email= clears it

@@ -1,0 +1,147 @@
+"""The network as EC2 will take it: no rule defined twice, only the endpoints the code calls, a NAT per AZ in prod."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from tests.infra.conftest import Synthesized, resolve_strings
+
+PROTOCOL_NAMES = {"6": "tcp", "17": "udp", "1": "icmp", "58": "icmpv6"}
+PEER_KEYS = (
+    "CidrIp", "CidrIpv6", "SourceSecurityGroupId", "DestinationSecurityGroupId", "SourcePrefixListId", "DestinationPrefixListId",
+)  # fmt: skip
+
+
+def _group(value: Any) -> str:
+    """A security group reference (``Ref`` or ``Fn::GetAtt [id, GroupId]``) as the group's logical id."""
+    if isinstance(value, dict) and "Ref" in value:
+        return value["Ref"]
+    if isinstance(value, dict) and "Fn::GetAtt" in value:
+        return value["Fn::GetAtt"][0]
+    return resolve_strings(value)
+
+
+def _port(value: Any, resources: dict[str, Any]) -> int | str | None:
+    """A port as EC2 sees it: ``Fn::GetAtt [instance, Endpoint.Port]`` is the instance's configured port."""
+    if value is None:
+        return None
+    if isinstance(value, dict) and "Fn::GetAtt" in value:
+        target, attribute = value["Fn::GetAtt"]
+        if attribute == "Endpoint.Port" and "Port" in resources[target]["Properties"]:
+            return int(resources[target]["Properties"]["Port"])
+        return resolve_strings(value)
+    return int(value)
+
+
+def _rule_key(group: str, direction: str, rule: dict[str, Any], resources: dict[str, Any]) -> tuple[Any, ...]:
+    """What EC2 compares to call a rule a duplicate: group, direction, protocol, port range, peer (not the description)."""
+    protocol = str(rule["IpProtocol"]).lower()
+    protocol = PROTOCOL_NAMES.get(protocol, protocol)
+    ports = (None, None) if protocol == "-1" else (_port(rule.get("FromPort"), resources), _port(rule.get("ToPort"), resources))
+    peers = [(key.replace("Source", "").replace("Destination", ""), rule[key]) for key in PEER_KEYS if key in rule]
+    assert len(peers) == 1, f"{group}: a rule needs exactly one peer, found {peers}"
+    kind, peer = peers[0]
+    peer = _group(peer) if kind == "SecurityGroupId" else resolve_strings(peer)
+    return (group, direction, protocol, *ports, kind, peer)
+
+
+def security_group_rules(data: dict[str, Any]) -> list[tuple[Any, ...]]:
+    """Every rule of the template: inline in AWS::EC2::SecurityGroup and standalone Ingress/Egress resources."""
+    resources = data["Resources"]
+    rules = []
+    for name, resource in resources.items():
+        props = resource.get("Properties", {})
+        if resource["Type"] == "AWS::EC2::SecurityGroup":
+            rules += [_rule_key(name, "ingress", rule, resources) for rule in props.get("SecurityGroupIngress", [])]
+            rules += [_rule_key(name, "egress", rule, resources) for rule in props.get("SecurityGroupEgress", [])]
+        elif resource["Type"] == "AWS::EC2::SecurityGroupIngress":
+            rules.append(_rule_key(_group(props["GroupId"]), "ingress", props, resources))
+        elif resource["Type"] == "AWS::EC2::SecurityGroupEgress":
+            rules.append(_rule_key(_group(props["GroupId"]), "egress", props, resources))
+    return rules
+
+
+def duplicate_rules(data: dict[str, Any]) -> list[tuple[Any, ...]]:
+    return [rule for rule, count in Counter(security_group_rules(data)).items() if count > 1]
+
+
+def test_no_security_group_rule_is_defined_twice(stage: Synthesized) -> None:
+    # EC2 refuses a second identical rule (InvalidPermission.Duplicate): the stack would fail to create.
+    rules = security_group_rules(stage.data)
+    assert len(rules) > 10
+    assert duplicate_rules(stage.data) == []
+
+
+def test_the_duplicate_check_sees_a_literal_port_and_the_instance_port_as_the_same_rule(stage: Synthesized) -> None:
+    # The proxy's target wiring names the instance's port as Fn::GetAtt Endpoint.Port: a rule written with the
+    # literal port is the same rule to EC2, and the check must say so (the bug this guards against).
+    data = {"Resources": dict(stage.data["Resources"])}
+    name, rule = next(
+        (n, r) for n, r in data["Resources"].items()
+        if r["Type"] == "AWS::EC2::SecurityGroupIngress" and isinstance(r["Properties"]["FromPort"], dict)
+    )  # fmt: skip
+    instance = rule["Properties"]["FromPort"]["Fn::GetAtt"][0]
+    port = int(data["Resources"][instance]["Properties"]["Port"])
+    literal = {**rule, "Properties": {**rule["Properties"], "FromPort": port, "ToPort": port, "Description": "another"}}
+    data["Resources"][f"{name}Literal"] = literal
+    assert len(duplicate_rules(data)) == 1
+
+
+def test_the_proxy_and_the_instance_are_connected_once_on_the_instance_port(stage: Synthesized) -> None:
+    resources = stage.data["Resources"]
+    instance = next(iter(stage.resources("AWS::RDS::DBInstance")))
+    port = int(resources[instance]["Properties"]["Port"])
+    proxy_sg = _group(stage.resource("AWS::RDS::DBProxy")["Properties"]["VpcSecurityGroupIds"][0])
+    instance_sg = _group(resources[instance]["Properties"]["VPCSecurityGroups"][0])
+    rules = security_group_rules(stage.data)
+    assert rules.count((instance_sg, "ingress", "tcp", port, port, "SecurityGroupId", proxy_sg)) == 1
+    assert rules.count((proxy_sg, "egress", "tcp", port, port, "SecurityGroupId", instance_sg)) == 1
+
+
+# --- endpoints and NAT ------------------------------------------------------------------------------
+
+
+def endpoint_services(result: Synthesized) -> set[str]:
+    return {
+        resolve_strings(e["Properties"]["ServiceName"]).split(".")[-1] for e in result.resources("AWS::EC2::VPCEndpoint").values()
+    }
+
+
+def test_vpc_endpoints_are_exactly_the_services_the_code_calls(dev: Synthesized, prod: Synthesized) -> None:
+    # S3 (gateway, free): documents. SQS: the ingest function's ChangeMessageVisibility and SendMessage
+    # (rag.queue_retry). Secrets Manager: the proxy, the rotations, the migrator, the OpenAI key.
+    # Bedrock only where the embeddings come from Bedrock. No Logs (Lambda ships logs outside the VPC),
+    # no Step Functions (nothing in the VPC calls it).
+    assert endpoint_services(dev) == {"s3", "sqs", "secretsmanager", "bedrock-runtime"}
+    assert endpoint_services(prod) == {"s3", "sqs", "secretsmanager"}
+    for result in (dev, prod):
+        bedrock = {"bedrock-runtime"} if result.config.embedding_provider == "bedrock" else set()
+        assert endpoint_services(result) == {"s3", "sqs", "secretsmanager"} | bedrock
+        assert result.resource("AWS::EC2::FlowLog")["Properties"]["TrafficType"] == "REJECT"
+
+
+def _availability_zone(result: Synthesized, subnet: dict[str, Any]) -> str:
+    return resolve_strings(result.data["Resources"][subnet["Ref"]]["Properties"]["AvailabilityZone"])
+
+
+def test_production_has_one_nat_gateway_per_availability_zone(dev: Synthesized, prod: Synthesized) -> None:
+    assert dev.resources("AWS::EC2::NatGateway") == {}
+    assert prod.config.nat_gateway_per_az
+    resources = prod.data["Resources"]
+    function_subnets = {n: s for n, s in prod.resources("AWS::EC2::Subnet").items() if n.startswith("NetworkVpcfunctionsSubnet")}
+    zones = {resolve_strings(s["Properties"]["AvailabilityZone"]) for s in function_subnets.values()}
+    nats = prod.resources("AWS::EC2::NatGateway")
+    assert len(zones) == prod.config.max_azs == 2
+    assert len(nats) == len(zones)
+    assert {_availability_zone(prod, nat["Properties"]["SubnetId"]) for nat in nats.values()} == zones
+    # Each AZ's functions leave through their own AZ's NAT: losing one AZ leaves the other's path to OpenAI.
+    associations = [a["Properties"] for a in prod.resources("AWS::EC2::SubnetRouteTableAssociation").values()]
+    for name in function_subnets:
+        (table,) = [a["RouteTableId"]["Ref"] for a in associations if a["SubnetId"] == {"Ref": name}]
+        (route,) = [
+            r["Properties"] for r in prod.resources("AWS::EC2::Route").values()
+            if r["Properties"]["RouteTableId"] == {"Ref": table} and r["Properties"].get("DestinationCidrBlock") == "0.0.0.0/0"
+        ]  # fmt: skip
+        nat = resources[route["NatGatewayId"]["Ref"]]["Properties"]
+        assert _availability_zone(prod, nat["SubnetId"]) == _availability_zone(prod, {"Ref": name})
