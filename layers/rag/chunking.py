@@ -32,6 +32,7 @@ PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n\s*")
 # Where an oversized unit is cut first: after a sentence end, or at a line break.
 SENTENCE_BREAK = re.compile(r"(?<=[.!?;。！？])\s+|[ \t]*\n\s*")
 WORD_BREAK = re.compile(r"\s+")
+LINE_BREAK = re.compile(r"\n")
 CHARS_PER_TOKEN_BOUND = 32  # no real token of text is longer: a longer span per token is an unknown-token word
 
 
@@ -264,3 +265,17 @@ def _trim(text: str, start: int, end: int) -> tuple[int, int]:
     while end > start and text[end - 1].isspace():
         end -= 1
     return start, end
+
+
+def pack_lines(text: str, start: int, end: int, count_tokens: CountTokens, max_tokens: int) -> list[Span]:
+    """``text[start:end]`` as runs of whole lines within ``max_tokens`` each, without overlap.
+
+    A transcript's turns and a document's paragraphs are lines; a line over the budget
+    comes out in pieces. Blank lines are left out.
+    """
+    units = []
+    for l_start, l_end in _between(text, start, end, LINE_BREAK):
+        l_start, l_end = _trim(text, l_start, l_end)
+        if l_start < l_end:
+            units.append(Unit(l_start, l_end, count_tokens(text[l_start:l_end])))
+    return list(pack(text, units, count_tokens, max_tokens, 0))

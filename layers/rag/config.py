@@ -79,6 +79,10 @@ class Settings(BaseSettings):
     tenant_claim: str = Field(default="tenant", description="JWT claim that carries the tenant")
     iam_tenants: dict[str, str] = Field(default_factory=dict, description="IAM user/role ARN -> tenant (JSON)")
     api_keys: str = Field(default="dev-local-key=default", description="local API keys: key1=tenant1,key2=tenant2")
+    fusion: Literal["convex", "rrf"] = Field(
+        default="convex", description="hybrid: convex combination of min-max scaled scores, or reciprocal rank fusion"
+    )
+    fusion_semantic_share: float = Field(default=0.5, ge=0, le=1, description="convex fusion: the similarity's share")
     rrf_k: int = Field(default=60, ge=1)
     rrf_semantic_weight: float = Field(default=1.0, ge=0)
     rrf_keyword_weight: float = Field(default=1.0, ge=0)

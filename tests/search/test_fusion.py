@@ -7,7 +7,7 @@ import pytest
 from rag.search.engine import FusionWeights, Hit
 from rag.search.fusion import merge_types
 
-WEIGHTS = FusionWeights(rrf_k=60)
+WEIGHTS = FusionWeights(rrf_k=60, method="rrf")
 
 
 def hit(id: int, score: float, similarity: float | None, semantic_rank: int | None, keyword_rank: int | None) -> Hit:

@@ -1,17 +1,25 @@
 """The embed stage (segmented -> embedded): vectors of the configured model for chunks and segments.
 
 Chunks already embedded with the configured model at ingest are left alone; chunks of
-another model (after a switch of ``RAG_EMBEDDING_*``) are re-embedded in place. Each
-segment is embedded as ``Topic: <title>\\n<summary>``. Searches filter on
+another model (after a switch of ``RAG_EMBEDDING_*``) are re-embedded in place. A
+segment's vector is the token-weighted mean of the vectors of its own text, cut into
+pieces the model reads whole (runs of turns or paragraphs): it stands for everything
+said in the segment, as its tsvector does (sql/0007), where a vector of its title and
+summary would stand for a few of its sentences, and the chunks it overlaps would bring
+in the neighbouring topics. A segment without text is embedded as
+``Topic: <title>\\n<summary>``. Searches filter on
 ``embedding_model``, so while a switch runs they never compare vectors of two models:
 a document answers the new model's searches once this stage has moved it.
 """
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 from rag.backfill.documents import ClaimedDocument
+from rag.backfill.texttiling import weighted_mean
+from rag.chunking import pack_lines
 
 if TYPE_CHECKING:
     import psycopg
@@ -26,6 +34,11 @@ class EmbedStage:
         self.embedder = embedder
         self.model_id = embedder.model_id
 
+    def segment_pieces(self, document: ClaimedDocument, start: int, end: int) -> list[tuple[str, int]]:
+        """The segment's text in pieces the model reads whole, with their token counts (the mean's weights)."""
+        spans = pack_lines(document.body, start, end, self.embedder.count_tokens, self.embedder.max_input_tokens)
+        return [(document.body[s.start : s.end], max(1, s.tokens)) for s in spans]
+
     def process(self, conn: psycopg.Connection, document: ClaimedDocument) -> None:
         model = self.model_id
         scope = (document.id, document.tenant_id, model)
@@ -36,19 +49,29 @@ class EmbedStage:
             scope,
         ).fetchall()
         segments = conn.execute(
-            """SELECT id, 'Topic: ' || title || E'\\n' || summary FROM segments
+            """SELECT id, start_char, end_char, 'Topic: ' || title || E'\\n' || summary FROM segments
                WHERE document_id = %s AND tenant_id = %s AND (embedding IS NULL OR embedding_model IS DISTINCT FROM %s)
                ORDER BY segment_index""",
             scope,
         ).fetchall()
-        texts = [text for _, text in chunks] + [text for _, text in segments]
+        pieces = [self.segment_pieces(document, start, end) or [(topic, 1)] for _, start, end, topic in segments]
+        texts = [text for _, text in chunks] + [text for piece in pieces for text, _ in piece]
         vectors = self.embedder.embed(texts) if texts else []  # one batched call for the document
         set_vectors(conn, "chunks", document, [id_ for id_, _ in chunks], vectors[: len(chunks)], model)
-        set_vectors(conn, "segments", document, [id_ for id_, _ in segments], vectors[len(chunks) :], model)
+        segment_vectors, position = [], len(chunks)
+        for piece in pieces:
+            segment_vectors.append(unit(weighted_mean(vectors[position : position + len(piece)], [w for _, w in piece])))
+            position += len(piece)
+        set_vectors(conn, "segments", document, [row[0] for row in segments], segment_vectors, model)
         conn.execute(
             "UPDATE documents SET embedding_model = %s WHERE id = %s AND tenant_id = %s",
             (model, document.id, document.tenant_id),
         )
+
+
+def unit(vector: list[float]) -> list[float]:
+    norm = math.sqrt(sum(x * x for x in vector)) or 1.0
+    return [x / norm for x in vector]
 
 
 def set_vectors(

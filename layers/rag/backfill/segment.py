@@ -5,7 +5,7 @@
   then normalized into contiguous turn ranges).
 - Transcripts offline: TextTiling on the configured embedder's vectors of the turns
   (``rag.backfill.texttiling``); the title is the segment's most distinctive words, the
-  summary its two turns closest to the segment's mean vector (extractive).
+  summary its most central sentences (extractive, ``central_sentences``).
 - Documents: one segment per heading section (the heading is the title, the first
   sentences the summary); a document without headings is one segment.
 """
@@ -23,8 +23,8 @@ from rag.backfill.documents import ClaimedDocument, TurnSpan
 from rag.backfill.errors import LLMOutputError
 from rag.backfill.models import Segment
 from rag.backfill.runner import ModelStage
-from rag.backfill.text import clip, keyword_titles, sentences
-from rag.backfill.texttiling import cosine, weighted_mean, boundaries
+from rag.backfill.text import central_sentences, clip, keyword_titles, sentences
+from rag.backfill.texttiling import boundaries
 
 if TYPE_CHECKING:
     import psycopg
@@ -32,7 +32,6 @@ if TYPE_CHECKING:
     from rag.config import Settings
     from rag.embedding.base import Embedder
 
-SUMMARY_TURNS = 2
 SUMMARY_CHARS = 400
 MIN_SUMMARY_WORDS = 6  # "Yes." or "Okay, good." never summarizes a topic
 LLM_WINDOW_TURNS = 400  # turns per LLM call; longer meetings are segmented window by window
@@ -90,18 +89,23 @@ def segment_by_texttiling(document: ClaimedDocument, embedder: Embedder) -> list
     titles = keyword_titles([" ".join(t.text for t in turns[a : b + 1]) for a, b in ranges])
     segments = []
     for index, ((first, last), title) in enumerate(zip(ranges, titles)):
-        summary = extractive_summary(turns[first : last + 1], vectors[first : last + 1], weights[first : last + 1])
+        summary = extractive_summary(turns[first : last + 1])
         segments.append(turn_segment(document, index, first, last, title, summary, "texttiling"))
     return segments
 
 
-def extractive_summary(turns: Sequence[TurnSpan], vectors: Sequence[Sequence[float]], weights: Sequence[float]) -> str:
-    """The segment's turns closest to its mean vector, in spoken order (``Speaker: words``)."""
-    centre = weighted_mean(vectors, weights)
-    candidates = [i for i, t in enumerate(turns) if len(t.text.split()) >= MIN_SUMMARY_WORDS] or list(range(len(turns)))
-    best = sorted(sorted(candidates, key=lambda i: -cosine(vectors[i], centre))[:SUMMARY_TURNS])
-    per_turn = SUMMARY_CHARS // max(1, len(best))
-    return " ".join(clip(f"{turns[i].speaker}: {turns[i].text}" if turns[i].speaker else turns[i].text, per_turn) for i in best)
+def extractive_summary(turns: Sequence[TurnSpan]) -> str:
+    """The segment's most central sentences (``rag.backfill.text.central_sentences``), in spoken order.
+
+    Each is attributed to its speaker ("Speaker: words"; sentences of one turn share the label).
+    """
+    parts: list[str] = []
+    previous = -1
+    for index, sentence in central_sentences([t.text for t in turns], SUMMARY_CHARS, MIN_SUMMARY_WORDS):
+        speaker = turns[index].speaker
+        parts.append(sentence.text if index == previous or not speaker else f"{speaker}: {sentence.text}")
+        previous = index
+    return clip(" ".join(parts), SUMMARY_CHARS)
 
 
 # --- documents: sections by headings ------------------------------------------------------

@@ -77,3 +77,50 @@ def clip(text: str, limit: int) -> str:
     if len(text) <= limit:
         return text
     return text[: limit - 1].rsplit(" ", 1)[0].rstrip(",;:") + "…"
+
+
+def central_sentences(units: Sequence[str], limit: int, min_words: int = 6) -> list[tuple[int, Sentence]]:
+    """The sentences of ``units`` (a segment's turns) closest to the segment's centroid, in spoken order.
+
+    Centroid-based extractive summarizing (Radev et al., 2004): each sentence is a tf-idf
+    vector of its content words (idf over the sentences of the segment), the centroid
+    their sum, and a sentence's centrality its cosine to the centroid. The most central
+    sentences are taken while they fit ``limit`` characters, skipping one that repeats
+    most of the words of one already taken. A sentence of fewer than ``min_words`` words
+    ("Okay, good.") never summarizes a topic; if there is no other, the longest ones serve.
+    Returns (unit index, sentence) pairs.
+    """
+    found = [(i, s) for i, unit in enumerate(units) for s in sentences(unit)]
+    if not found:
+        return []
+    candidates = [pair for pair in found if len(pair[1].text.split()) >= min_words]
+    if not candidates:
+        candidates = sorted(found, key=lambda pair: -len(pair[1].text))[:1]
+    counts = [Counter(content_words(s.text)) for _, s in candidates]
+    df = Counter(word for count in counts for word in count)
+    n = len(counts)
+    vectors = [{w: c * (1.0 + math.log(n / df[w])) for w, c in count.items()} for count in counts]
+    centroid: Counter[str] = Counter()
+    for vector in vectors:
+        centroid.update(vector)
+    centre_norm = math.sqrt(sum(v * v for v in centroid.values())) or 1.0
+
+    def centrality(vector: dict[str, float]) -> float:
+        norm = math.sqrt(sum(v * v for v in vector.values())) or 1.0
+        return sum(v * centroid[w] for w, v in vector.items()) / (norm * centre_norm)
+
+    order = sorted(range(n), key=lambda k: (-centrality(vectors[k]), k))
+    chosen: list[int] = []
+    used = 0
+    for k in order:
+        text = candidates[k][1].text
+        words = set(counts[k])
+        if any(words and len(words & set(counts[j])) > 0.6 * len(words) for j in chosen):
+            continue  # says again what a more central sentence said
+        if chosen and used + len(text) + 1 > limit:
+            continue
+        chosen.append(k)
+        used += len(text) + 1
+        if used >= limit:
+            break
+    return [candidates[k] for k in sorted(chosen)]

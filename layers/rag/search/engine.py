@@ -24,7 +24,8 @@ its table, the text shown as content, its metadata fields, its keyword ranking.
   measured ORed ``ts_rank`` level with BM25 on chunks: it has no IDF, and on one-sentence
   items (term frequency almost always 1) it degenerates into "how many query words
   match", so a rare exact term (a supplier's name) loses to two common words.
-- Hybrid: reciprocal rank fusion of both lists (k=60, weights configurable),
+- Hybrid: a convex combination of the min-max normalized similarity and BM25 scores of
+  both candidate lists (``FusionWeights``; reciprocal rank fusion as an option),
   deduplicated by id, in the same statement. Each hit keeps its rank on either side, so
   that ``rag.search.fusion`` can merge the lists of several types into one ranking.
 
@@ -63,11 +64,26 @@ class SearchScope:
     source_prefix: str | None = None
 
 
+FusionMethod = Literal["convex", "rrf"]
+
+
 @dataclass(frozen=True)
 class FusionWeights:
+    """How hybrid search joins its two lists.
+
+    ``convex`` (the default): ``semantic_share`` x the cosine similarity plus the rest x the
+    BM25 score, each min-max normalized over its own candidate list (a hit missing from a
+    list gets 0 there). ``rrf``: reciprocal rank fusion, ``semantic / (rrf_k + rank)`` plus
+    ``keyword / (rrf_k + rank)``. Measured on ../shared/eval (docs/retrieval-experiments.md),
+    convex fusion with an even share beats RRF in both settings: scores keep how far ahead a
+    hit is, which ranks throw away.
+    """
+
     rrf_k: int = 60
     semantic: float = 1.0
     keyword: float = 1.0
+    method: FusionMethod = "convex"
+    semantic_share: float = 0.5
 
 
 @dataclass(frozen=True)
@@ -88,6 +104,7 @@ class Hit:
     metadata: dict[str, Any] = field(default_factory=dict)
     semantic_rank: int | None = None  # rank on the semantic side of this type's search (None: not there)
     keyword_rank: int | None = None
+    keyword_score: float | None = None  # BM25 (None: not on the keyword side)
 
 
 def _scope_filter(scope: SearchScope, alias: str = "c") -> tuple[str, dict[str, Any], bool]:
@@ -232,6 +249,12 @@ def _tsvector_keyword_cte(table: str, where: str, join_documents: str) -> str:
 _KEYWORD_CTES = {"postings_bm25": _postings_keyword_cte, "tsvector_bm25": _tsvector_keyword_cte}
 
 
+def _min_max(value: str) -> str:
+    """``value`` scaled to 0..1 over the rows that have it (1 when they all score alike; NULL stays NULL)."""
+    low, high = f"min({value}) OVER ()", f"max({value}) OVER ()"
+    return f"CASE WHEN {value} IS NULL THEN NULL WHEN {high} > {low} THEN ({value} - {low}) / ({high} - {low}) ELSE 1.0::float8 END"
+
+
 def search_types(
     conn: psycopg.Connection, specs: Sequence[SearchableType], scope: SearchScope, *, ef_search: int = 100,
     timeout_ms: int | None = None, **options: Any,
@@ -312,6 +335,7 @@ def search_statement(
     params.update(
         qvec=query_vector, qtext=query, model=model_id, candidates=n_candidates, threshold=threshold, top_k=top_k,
         rrf_k=float(fusion.rrf_k), w_sem=float(fusion.semantic), w_kw=float(fusion.keyword),
+        share=float(fusion.semantic_share),
     )  # fmt: skip
     ctes = []
     if mode in ("semantic", "hybrid"):
@@ -319,14 +343,23 @@ def search_statement(
     if mode in ("keyword", "hybrid"):
         ctes.append(_KEYWORD_CTES[spec.keyword](spec.table, where, join_documents))
     if mode == "semantic":
-        ranked = "SELECT id, 1 - distance AS score, rank AS semantic_rank, NULL::bigint AS keyword_rank FROM semantic"
+        ranked = (
+            "SELECT id, 1 - distance AS score, rank AS semantic_rank, NULL::bigint AS keyword_rank,"
+            " NULL::float8 AS keyword_score FROM semantic"
+        )
     elif mode == "keyword":
-        ranked = "SELECT id, score, NULL::bigint AS semantic_rank, rank AS keyword_rank FROM keyword"
-    else:
+        ranked = "SELECT id, score, NULL::bigint AS semantic_rank, rank AS keyword_rank, score AS keyword_score FROM keyword"
+    elif fusion.method == "rrf":
         ranked = """SELECT coalesce(s.id, k.id) AS id,
                            coalesce(%(w_sem)s / (%(rrf_k)s + s.rank), 0.0::float8)
                          + coalesce(%(w_kw)s / (%(rrf_k)s + k.rank), 0.0::float8) AS score,
-                           s.rank AS semantic_rank, k.rank AS keyword_rank
+                           s.rank AS semantic_rank, k.rank AS keyword_rank, k.score AS keyword_score
+                    FROM semantic s FULL JOIN keyword k ON k.id = s.id"""
+    else:
+        ranked = f"""SELECT coalesce(s.id, k.id) AS id,
+                           %(share)s * coalesce({_min_max("-s.distance")}, 0.0::float8)
+                         + (1.0::float8 - %(share)s) * coalesce({_min_max("k.score")}, 0.0::float8) AS score,
+                           s.rank AS semantic_rank, k.rank AS keyword_rank, k.score AS keyword_score
                     FROM semantic s FULL JOIN keyword k ON k.id = s.id"""
     similarity = (
         f"1 - (c.embedding::vector({dimension}) <=> %(qvec)s::vector({dimension}))"
@@ -337,7 +370,7 @@ def search_statement(
         SELECT r.id, r.score, CASE WHEN c.embedding_model = %(model)s THEN {similarity} END,
                {spec.content}, c.document_id::text, c.project_id, d.source_uri, d.title,
                c.start_char, c.end_char, c.start_turn, c.end_turn, c.speakers,
-               {spec.metadata_sql()}, r.semantic_rank, r.keyword_rank
+               {spec.metadata_sql()}, r.semantic_rank, r.keyword_rank, r.keyword_score
         FROM ranked r JOIN {spec.table} c ON c.id = r.id JOIN documents d ON d.id = c.document_id
         WHERE c.tenant_id = %(tenant)s
         ORDER BY r.score DESC, r.id"""

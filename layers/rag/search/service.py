@@ -45,7 +45,10 @@ def run_search(
     text = search_text(request.query)
     vector = None if request.mode == "keyword" else _cache.vector(conn, embedder, text)
     scope = scope_of(tenant_id, request)
-    fusion = FusionWeights(settings.rrf_k, settings.rrf_semantic_weight, settings.rrf_keyword_weight)
+    fusion = FusionWeights(
+        settings.rrf_k, settings.rrf_semantic_weight, settings.rrf_keyword_weight, settings.fusion,
+        settings.fusion_semantic_share,
+    )  # fmt: skip
     specs = [SEARCHABLE_TYPES[name] for name in dict.fromkeys(request.types)]
     reranker = get_reranker(settings)
     candidates = max(request.top_k, settings.rerank_candidates) if reranker else request.top_k
