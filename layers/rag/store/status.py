@@ -1,8 +1,9 @@
 """Pipeline status: documents per project and stage, what each backfill stage still has to do,
-the knowledge extracted so far, and the failures with their errors."""
+the knowledge extracted so far, the failures with their errors, and where given objects stand."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -71,3 +72,22 @@ def pipeline_status(conn: psycopg.Connection, *, model_id: str | None = None, ma
         )
     ]
     return status
+
+
+@dataclass(frozen=True)
+class ObjectState:
+    """The document row of one S3 object: which version it holds (``content_sha256``), its status and error."""
+
+    object_key: str
+    content_sha256: str | None
+    status: str
+    error: str | None
+
+
+def object_states(conn: psycopg.Connection, bucket: str, keys: Sequence[str]) -> list[ObjectState]:
+    """The rows of ``keys`` in ``bucket`` (`rag ingest` waits on them); a key without a row is left out."""
+    rows = conn.execute(
+        "SELECT object_key, content_sha256, status, error FROM documents WHERE bucket = %s AND object_key = ANY(%s)",
+        (bucket, list(keys)),
+    ).fetchall()
+    return [ObjectState(*row) for row in rows]

@@ -1,0 +1,194 @@
+"""``rag ingest``, ``rag status`` and ``rag redrive``: files in through S3 -> SQS -> the ingest handler, and how it went."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from rag_local.commands import Subparsers, fail
+
+if TYPE_CHECKING:
+    from rag.config import Settings
+
+NOT_RUNNING = "local services are not running: run `rag up` first"
+
+
+def register(subparsers: Subparsers) -> None:
+    ingest = subparsers.add_parser(
+        "ingest",
+        help="upload files or folders through S3 -> SQS -> the ingest handler and wait for the result",
+        description="Uploads each file to projects/<project>/<path> in the local bucket, then waits until every "
+        "file is ingested or failed. Exit status 1 if any failed.",
+    )
+    ingest.add_argument("paths", nargs="+", metavar="PATH", help="files or folders (folders are walked)")
+    ingest.add_argument("--project", required=True, help="project id (the key's projects/<project>/ prefix)")
+    ingest.add_argument("--tenant", help="tenant (S3 metadata 'tenant'); default: the configured default tenant")
+    ingest.add_argument("--timeout", type=float, default=900, help="seconds to wait for processing (default 900)")
+    ingest.add_argument("--quiet", action="store_true", help="no progress bars")
+    ingest.set_defaults(func=ingest_command)
+
+    status = subparsers.add_parser(
+        "status", help="documents by status, backfill work pending per stage, knowledge counts, failures, queue depths"
+    )
+    status.set_defaults(func=status_command)
+
+    redrive = subparsers.add_parser(
+        "redrive",
+        help="move the dead-letter queue's messages back to the ingest queue",
+        description="Moves every message waiting in the DLQ (<queue>-dlq) back to the ingest queue, where the worker "
+        "delivers it again with a fresh receive count, and prints how many moved. Fix what failed them first "
+        "(`rag status` shows the failures and the queue depths).",
+    )
+    redrive.set_defaults(func=redrive_command)
+
+
+def files_under(paths: list[str]) -> list[tuple[Path, str]]:
+    """(file, path relative to its argument's folder) for every file to ingest (hidden ones left out)."""
+    found = []
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            for file in sorted(p for p in path.rglob("*") if p.is_file() and not p.name.startswith(".")):
+                found.append((file, file.relative_to(path).as_posix()))
+        elif path.is_file():
+            found.append((path, path.name))
+        else:
+            raise FileNotFoundError(f"{raw}: no such file or folder")
+    return found
+
+
+def ingest_command(args: argparse.Namespace, settings: Settings) -> int:
+    from rag.events import ID_PATTERN
+    from rag_local.supervisor import services_pid
+
+    if not ID_PATTERN.match(args.project):
+        return fail(f"project id {args.project!r} must be 1-128 letters, digits, '.', '_' or '-'")
+    if services_pid(settings) is None:
+        return fail(NOT_RUNNING)
+    try:
+        files = files_under(args.paths)
+    except FileNotFoundError as exc:
+        return fail(str(exc))
+    if not files:
+        return fail("no files to ingest")
+    expected = _upload(settings, files, args)
+    return _wait_for(settings, expected, args)
+
+
+def _upload(settings: Settings, files: list[tuple[Path, str]], args: argparse.Namespace) -> dict[str, str]:
+    """Put each file into the bucket and its on-disk mirror; returns key -> SHA-256 of what was uploaded."""
+    import hashlib
+
+    from tqdm import tqdm
+
+    from rag.aws import s3_client
+    from rag_local.durable import Mirror, MirrorEntry, plain_etag
+
+    s3 = s3_client(settings)
+    mirror = Mirror.for_settings(settings)
+    expected: dict[str, str] = {}
+    for file, relative in tqdm(files, desc="upload", unit="file", disable=args.quiet):
+        data = file.read_bytes()
+        key = f"projects/{args.project}/{relative}"
+        metadata = {"tenant": args.tenant} if args.tenant else {}
+        response = s3.put_object(Bucket=settings.local_bucket, Key=key, Body=data, Metadata=metadata)
+        # On disk at once: from here on the upload survives a kill of the services (rag_local.durable).
+        mirror.write(MirrorEntry(key, plain_etag(response.get("ETag")), metadata=metadata), data)
+        expected[key] = hashlib.sha256(data).hexdigest()
+    return expected
+
+
+def _wait_for(settings: Settings, expected: dict[str, str], args: argparse.Namespace) -> int:
+    """Until each key's row holds the uploaded version (ingested or failed) or the timeout passes; prints the tally."""
+    from tqdm import tqdm
+
+    from rag.store.connection import connect, resolve_database_url
+    from rag.store.status import object_states
+    from rag_local.supervisor import services_pid
+
+    done: dict[str, tuple[str, str | None]] = {}
+    deadline = time.monotonic() + args.timeout
+    with connect(resolve_database_url(settings)) as conn, tqdm(
+        total=len(expected), desc="ingest", unit="file", disable=args.quiet
+    ) as bar:
+        while len(done) < len(expected) and time.monotonic() < deadline:
+            for state in object_states(conn, settings.local_bucket, [k for k in expected if k not in done]):
+                if state.content_sha256 == expected[state.object_key]:
+                    done[state.object_key] = (state.status, state.error)
+                    bar.update(1)
+            if services_pid(settings) is None:
+                return fail("the local worker stopped; see .local/logs/services.log")
+            time.sleep(0.3)
+    failed = {k: v for k, v in done.items() if v[0] == "failed"}
+    missing = [k for k in expected if k not in done]
+    for key, (_, error) in failed.items():
+        print(f"FAILED   {key}: {error}", file=sys.stderr)
+    for key in missing:
+        print(f"TIMEOUT  {key}: not processed within {args.timeout} s (see `rag status`)", file=sys.stderr)
+    print(f"{len(done) - len(failed)} ingested, {len(failed)} failed, {len(missing)} not processed")
+    return 1 if failed or missing else 0
+
+
+def status_command(args: argparse.Namespace, settings: Settings) -> int:
+    from rag.store.connection import connect, resolve_database_url
+    from rag.store.status import pipeline_status
+    from rag_local.supervisor import services_pid
+
+    with connect(resolve_database_url(settings)) as conn:
+        status = pipeline_status(conn, model_id=settings.embedding_model_id)
+    print("documents by status:")
+    if not status.counts:
+        print("  (none)")
+    for (project, state), count in sorted(status.counts.items()):
+        print(f"  {project:<24} {state:<14} {count:>6}")
+    print(f"chunks: {status.chunks}")
+    print(f"backfill pending ({settings.embedding_model_id}):")
+    for stage, count in status.pending.items():
+        print(f"  {stage:<10} {count:>6} documents")
+    print("knowledge: " + ", ".join(f"{count} {name}" for name, count in status.knowledge.items()))
+    if status.failures:
+        print("failures:")
+        for failure in status.failures:
+            print(f"  {failure.source_uri}\n    {failure.error}")
+    if status.backfill_failures:
+        print("backfill failures (`rag backfill --retry-failed` tries exhausted ones again):")
+        for failure in status.backfill_failures:
+            state = "exhausted" if failure.exhausted else "will retry"
+            print(f"  {failure.source_uri} [{failure.status}, {failure.attempts} attempts, {state}]\n    {failure.error}")
+    if services_pid(settings) is not None:
+        _print_queue_depths(settings)
+    return 0
+
+
+def _print_queue_depths(settings: Settings) -> None:
+    from rag.aws import sqs_client
+
+    sqs = sqs_client(settings)
+    for name in (settings.local_queue, f"{settings.local_queue}-dlq"):
+        url = sqs.get_queue_url(QueueName=name)["QueueUrl"]
+        attrs = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]
+        print(
+            f"queue {name}: {attrs['ApproximateNumberOfMessages']} waiting, "
+            f"{attrs['ApproximateNumberOfMessagesNotVisible']} in flight"
+        )
+        if name.endswith("-dlq") and int(attrs["ApproximateNumberOfMessages"]) > 0:
+            print(f"  (dead letters: fix the cause, then `rag redrive` moves them back to {settings.local_queue})")
+
+
+def redrive_command(args: argparse.Namespace, settings: Settings) -> int:
+    from rag.aws import sqs_client
+    from rag_local.services import move_dead_letters
+    from rag_local.supervisor import services_pid
+
+    if services_pid(settings) is None:
+        return fail(NOT_RUNNING)
+    sqs = sqs_client(settings)
+    dlq = f"{settings.local_queue}-dlq"
+    moved = move_dead_letters(
+        sqs, sqs.get_queue_url(QueueName=dlq)["QueueUrl"], sqs.get_queue_url(QueueName=settings.local_queue)["QueueUrl"]
+    )
+    print(f"moved {moved} messages from {dlq} back to {settings.local_queue}")
+    return 0
