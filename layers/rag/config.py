@@ -83,6 +83,12 @@ class Settings(BaseSettings):
         default="convex", description="hybrid: convex combination of min-max scaled scores, or reciprocal rank fusion"
     )
     fusion_semantic_share: float = Field(default=0.5, ge=0, le=1, description="convex fusion: the similarity's share")
+    recency_half_life_days: float | None = Field(
+        default=None, gt=0, description="newer meetings first at near-equal relevance (rag.search.recency); off when unset"
+    )
+    recency_weight: float = Field(
+        default=0.05, ge=0, le=1, description="the largest recency bonus, as a share of the candidates' score spread"
+    )
     rrf_k: int = Field(default=60, ge=1)
     rrf_semantic_weight: float = Field(default=1.0, ge=0)
     rrf_keyword_weight: float = Field(default=1.0, ge=0)

@@ -179,3 +179,30 @@ def test_threshold_cuts_the_semantic_side(corpus):
                          model_id=MODEL, dimension=DIM, top_k=10, threshold=0.9)  # fmt: skip
     assert len(hits) == 1 and hits[0].similarity == pytest.approx(1.0, abs=1e-5)
     assert re.search(r"item5x0$", hits[0].content)
+
+
+@pytest.mark.parametrize("share", [0.5, 0.7])
+def test_convex_fusion_scores_equal_the_scaled_sides_recomputed(corpus, share):
+    from rag.search.engine import FusionWeights
+
+    conn, vectors = corpus
+    scope, query, vector = SearchScope("t1", ("small",)), "battery chimes retail price", vectors[42]
+    options = dict(query=query, query_vector=vector, model_id=MODEL, dimension=DIM, exact=True)
+    semantic_side = search_chunks(conn, scope, mode="semantic", top_k=40, **options)
+    keyword_side = search_chunks(conn, scope, mode="keyword", top_k=40, **options)
+
+    def scaled(scores: dict[int, float]) -> dict[int, float]:
+        low, high = min(scores.values()), max(scores.values())
+        return {k: (v - low) / (high - low) for k, v in scores.items()}
+
+    sem = scaled({h.id: h.similarity for h in semantic_side})
+    kw = scaled({h.id: h.score for h in keyword_side})
+    expected = {i: share * sem.get(i, 0.0) + (1 - share) * kw.get(i, 0.0) for i in sem.keys() | kw.keys()}
+    best = sorted(expected.items(), key=lambda kv: (-kv[1], kv[0]))[:10]
+
+    hits = search_chunks(conn, scope, mode="hybrid", top_k=10, fusion=FusionWeights(semantic_share=share), **options)
+
+    assert [h.id for h in hits] == [i for i, _ in best]
+    assert [h.score for h in hits] == pytest.approx([s for _, s in best], abs=1e-9)
+    assert all(h.keyword_score == pytest.approx(next(k.score for k in keyword_side if k.id == h.id))
+               for h in hits if h.keyword_rank is not None)  # fmt: skip

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from rag.search.engine import FusionWeights, Hit
@@ -55,3 +57,17 @@ def test_a_row_below_the_threshold_gets_no_semantic_credit():
     merged = merge_types({"chunk": chunks, "risk": risks}, mode="hybrid", top_k=2, fusion=WEIGHTS)
     assert [h.score for _, h in merged] == pytest.approx([1 / 61, 1 / 61])
     assert [(t, h.id) for t, h in merged] == [("chunk", 1), ("risk", 2)]  # a tie: then by type name
+
+
+def test_convex_merges_similarity_over_all_types_and_bm25_within_each_type():
+    convex = FusionWeights(method="convex", semantic_share=0.5)
+    # Similarity scaled over both types' semantic hits (0.40 .. 0.80); BM25 scaled within each type.
+    chunks = [hit(1, 0.0, 0.80, 1, None), hit(2, 0.0, 0.40, 2, 1)]
+    chunks = [replace(chunks[0]), replace(chunks[1], keyword_score=12.0)]
+    risks = [replace(hit(7, 0.0, 0.60, 1, 1), keyword_score=3.0), replace(hit(8, 0.0, None, None, 2), keyword_score=1.0)]
+
+    merged = merge_types({"chunk": chunks, "risk": risks}, mode="hybrid", top_k=4, fusion=convex)
+
+    scores = {(t, h.id): h.score for t, h in merged}
+    assert scores == pytest.approx({("risk", 7): 0.75, ("chunk", 2): 0.5, ("chunk", 1): 0.5, ("risk", 8): 0.0})
+    assert [(t, h.id) for t, h in merged][0] == ("risk", 7)

@@ -10,6 +10,7 @@ from rag.search.engine import FusionWeights, Hit, SearchScope, scope_size, searc
 from rag.search.fusion import merge_types
 from rag.search.query_cache import QueryEmbeddingCache
 from rag.search.query_text import search_text
+from rag.search.recency import favour_recent
 from rag.search.rerank import get_reranker, rerank
 from rag.search.types import SEARCHABLE_TYPES
 
@@ -52,6 +53,8 @@ def run_search(
     specs = [SEARCHABLE_TYPES[name] for name in dict.fromkeys(request.types)]
     reranker = get_reranker(settings)
     candidates = max(request.top_k, settings.rerank_candidates) if reranker else request.top_k
+    if settings.recency_half_life_days:
+        candidates = max(candidates, 2 * request.top_k)  # room for a near-tie just below the cut
     exact = request.mode != "keyword" and scope_size(conn, scope).exact_is_faster(
         settings.exact_search_max_rows, settings.exact_search_max_share
     )
@@ -61,8 +64,9 @@ def run_search(
         ef_search=settings.hnsw_ef_search, exact=exact, timeout_ms=settings.api_statement_timeout_ms,
     )  # fmt: skip
     ranked = merge_types(hits_by_type, mode=request.mode, top_k=candidates, fusion=fusion)
-    if reranker:
-        ranked = rerank(reranker, request.query, ranked, request.top_k)
+    if settings.recency_half_life_days:
+        ranked = favour_recent(ranked, half_life_days=settings.recency_half_life_days, weight=settings.recency_weight)
+    ranked = rerank(reranker, request.query, ranked, request.top_k) if reranker else ranked[: request.top_k]
     took_ms = (time.perf_counter() - started) * 1000
     log_query(conn, tenant_id, request, [hit for _, hit in ranked], took_ms)
     return ranked, took_ms
