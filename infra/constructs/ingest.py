@@ -1,6 +1,6 @@
 """Storage and ingest: the documents bucket, its change notifications to an encrypted queue with a DLQ, the ingest Lambda.
 
-The ingest contract (../shared/DESIGN.md) takes the tenant from the object's key, never from its metadata:
+The ingest contract (README.md, "Ingest contract") takes the tenant from the object's key, never from its metadata:
 ``tenants/<tenant_id>/projects/<project_id>/<any path>/<file>``, or ``projects/<project_id>/<any path>/<file>``
 for the deployment's default tenant. Writers are granted their tenant's prefix only (constructs/tenant_uploader.py).
 """

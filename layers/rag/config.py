@@ -93,6 +93,12 @@ class Settings(BaseSettings):
     rrf_semantic_weight: float = Field(default=1.0, ge=0)
     rrf_keyword_weight: float = Field(default=1.0, ge=0)
     query_cache_minutes: int = Field(default=60, ge=0)
+    scope_size_cache_seconds: float = Field(
+        default=60, ge=0, description="a scope's chunk count, which chooses exact or HNSW search, is reused this long"
+    )
+    query_log_flush_seconds: float = Field(
+        default=5, ge=0, description="query-log rows ride along with later searches; written alone after this long"
+    )
     hnsw_ef_search: int = Field(default=100, ge=10, le=1000, description="HNSW candidate list per search")
     exact_search_max_rows: int = Field(
         default=20_000, ge=0, description="a scope of at most this many chunks ... (see exact_search_max_share)"

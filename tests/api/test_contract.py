@@ -109,10 +109,16 @@ def test_openapi_document_is_generated_from_the_models(corpus):
     assert "SearchRequest" in spec["components"]["schemas"]
 
 
-def test_every_search_is_logged(corpus, database_url):
+def test_every_search_is_logged(corpus, database_url, monkeypatch):
+    from rag.config import get_settings
     from rag.store.connection import connect
 
+    from rag.search.service import pending_log
+
+    monkeypatch.setenv("RAG_QUERY_LOG_FLUSH_SECONDS", "0")  # each row at once (rag.search.query_log)
+    get_settings.cache_clear()
     db = connect(database_url)
+    pending_log.flush(db)  # rows earlier tests' searches left waiting
     before = db.execute("SELECT count(*) FROM query_log").fetchone()[0]
     call("POST", "/v1/search", {"query": "USB-C port", "mode": "semantic"})
     row = db.execute("SELECT tenant_id, mode, result_count, top_similarity, latency_ms FROM query_log ORDER BY id DESC LIMIT 1").fetchone()

@@ -37,7 +37,11 @@ def test_search_returns_a_knowledge_type_with_its_fields(knowledge, type_name, q
 
 
 @pytest.mark.parametrize("mode", ["semantic", "keyword", "hybrid"])
-def test_types_all_is_one_ranked_list(knowledge, mode, database_url):
+def test_types_all_is_one_ranked_list(knowledge, mode, database_url, monkeypatch):
+    from rag.config import get_settings
+
+    monkeypatch.setenv("RAG_QUERY_LOG_FLUSH_SECONDS", "0")  # each row at once (rag.search.query_log)
+    get_settings.cache_clear()
     status, body = call("POST", "/v1/search", {"query": "risk that the supplier Voltacorp delivers the battery cells late",
                                                 "types": ["all"], "mode": mode, "top_k": 10})  # fmt: skip
     assert status == 200

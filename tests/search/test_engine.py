@@ -206,3 +206,28 @@ def test_convex_fusion_scores_equal_the_scaled_sides_recomputed(corpus, share):
     assert [h.score for h in hits] == pytest.approx([s for _, s in best], abs=1e-9)
     assert all(h.keyword_score == pytest.approx(next(k.score for k in keyword_side if k.id == h.id))
                for h in hits if h.keyword_rank is not None)  # fmt: skip
+
+
+def test_scope_sizes_are_reused_for_their_ttl_then_counted_again(corpus):
+    from rag.search.engine import ScopeSizeCache
+
+    conn, _ = corpus
+
+    class CountingConnection:
+        def __init__(self):
+            self.statements = 0
+
+        def execute(self, *args, **kwargs):
+            self.statements += 1
+            return conn.execute(*args, **kwargs)
+
+    counting = CountingConnection()
+    small, big = SearchScope("t1", ("small",)), SearchScope("t1", ("big",))
+    cache = ScopeSizeCache(ttl_seconds=3600)
+
+    sizes = [cache.size(counting, s) for s in (small, small, big, small)]
+
+    assert sizes == [scope_size(conn, small), scope_size(conn, small), scope_size(conn, big), scope_size(conn, small)]
+    assert counting.statements == 2  # one per scope
+    cache.ttl_seconds = 0
+    assert cache.size(counting, small) == scope_size(conn, small) and counting.statements == 3

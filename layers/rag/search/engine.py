@@ -1,4 +1,4 @@
-"""Semantic, keyword and hybrid (RRF) search over every searchable type, one SQL statement per type.
+"""Semantic, keyword and hybrid search over every searchable type, one SQL statement per type.
 
 One template serves all types; a type is a ``SearchableType`` spec (``rag.search.types``):
 its table, the text shown as content, its metadata fields, its keyword ranking.
@@ -20,8 +20,8 @@ its table, the text shown as content, its metadata fields, its keyword ranking.
   GIN index, term frequencies from the tsvector's positions, N and the average length (in
   lexemes) from the rows of the same filter. These tables are small (a handful of items
   per meeting), so counting the filter's rows is cheap, and a postings table would only
-  add upkeep to every backfill write. Plain ``ts_rank`` was rejected although FACTS.md
-  measured ORed ``ts_rank`` level with BM25 on chunks: it has no IDF, and on one-sentence
+  add upkeep to every backfill write. Plain ``ts_rank`` was rejected although ORed
+  ``ts_rank`` measured level with BM25 on chunks: it has no IDF, and on one-sentence
   items (term frequency almost always 1) it degenerates into "how many query words
   match", so a rare exact term (a supplier's name) loses to two common words.
 - Hybrid: a convex combination of the min-max normalized similarity and BM25 scores of
@@ -35,7 +35,9 @@ other than ``SearchScope.tenant_id``, which the caller takes from the verified i
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import threading
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import date
 from typing import TYPE_CHECKING, Any, Literal
@@ -187,6 +189,33 @@ def scope_size(conn: psycopg.Connection, scope: SearchScope) -> ScopeSize:
     return ScopeSize(int(row[0] or 0), int(row[1] or 0)) if row else ScopeSize(0, 0)
 
 
+class ScopeSizeCache:
+    """``scope_size`` remembered per scope for ``ttl_seconds`` in the warm process: no round trip per search.
+
+    The size only chooses between an exact sort and the HNSW index, and a scope grows
+    slowly (an ingest adds one meeting's chunks), so a minute-old count chooses as well.
+    """
+
+    def __init__(self, ttl_seconds: float = 60.0, max_entries: int = 1024):
+        self.ttl_seconds, self.max_entries = ttl_seconds, max_entries
+        self._sizes: dict[tuple[Any, ...], tuple[float, ScopeSize]] = {}
+        self._lock = threading.Lock()
+
+    def size(self, conn: psycopg.Connection, scope: SearchScope) -> ScopeSize:
+        key = (scope.tenant_id, scope.project_ids, scope.document_ids)
+        now = time.monotonic()
+        with self._lock:
+            cached = self._sizes.get(key)
+        if cached is not None and now - cached[0] < self.ttl_seconds:
+            return cached[1]
+        found = scope_size(conn, scope)
+        with self._lock:
+            if len(self._sizes) >= self.max_entries:
+                self._sizes.clear()  # a burst of one-off scopes: start again rather than track ages
+            self._sizes[key] = (now, found)
+        return found
+
+
 _QUERY_TERMS = """query_terms AS (
         SELECT DISTINCT term FROM unnest(tsvector_to_array(to_tsvector('english', %(qtext)s))) AS term)"""
 
@@ -257,15 +286,18 @@ def _min_max(value: str) -> str:
 
 def search_types(
     conn: psycopg.Connection, specs: Sequence[SearchableType], scope: SearchScope, *, ef_search: int = 100,
-    timeout_ms: int | None = None, **options: Any,
+    timeout_ms: int | None = None, before: Callable[[psycopg.Connection], None] | None = None, **options: Any,
 ) -> dict[str, list[Hit]]:
     """The top rows of each type for a query under ``scope`` (options: see ``search_statement``).
 
     One statement per type, all sent in one pipeline inside one transaction: a search of
-    all six types costs one network round trip, not six.
+    all six types costs one network round trip, not six. ``before`` may add statements of
+    its own to that transaction (the pending query-log rows).
     """
     statements = [(spec.name, *search_statement(spec, scope, **options)) for spec in specs]
     with conn.pipeline(), conn.transaction():
+        if before is not None:
+            before(conn)
         set_search_options(conn, ef_search, timeout_ms)
         cursors = [(name, conn.execute(sql, params, prepare=False)) for name, sql, params in statements]
     return {name: [Hit(*row) for row in cursor.fetchall()] for name, cursor in cursors}

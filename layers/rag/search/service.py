@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import time
 from typing import TYPE_CHECKING, Any
 
-from rag.search.engine import FusionWeights, Hit, SearchScope, scope_size, search_types
+from rag.search.engine import FusionWeights, Hit, ScopeSizeCache, SearchScope, search_types
 from rag.search.fusion import merge_types
 from rag.search.query_cache import QueryEmbeddingCache
+from rag.search.query_log import PendingQueryLog
 from rag.search.query_text import search_text
 from rag.search.recency import favour_recent
 from rag.search.rerank import get_reranker, rerank
@@ -22,6 +22,8 @@ if TYPE_CHECKING:
     from rag.embedding.base import Embedder
 
 _cache = QueryEmbeddingCache()
+_scope_sizes = ScopeSizeCache()
+pending_log = PendingQueryLog()
 
 
 def scope_of(tenant_id: str, request: SearchRequest) -> SearchScope:
@@ -55,40 +57,40 @@ def run_search(
     candidates = max(request.top_k, settings.rerank_candidates) if reranker else request.top_k
     if settings.recency_half_life_days:
         candidates = max(candidates, 2 * request.top_k)  # room for a near-tie just below the cut
-    exact = request.mode != "keyword" and scope_size(conn, scope).exact_is_faster(
+    _scope_sizes.ttl_seconds = settings.scope_size_cache_seconds
+    exact = request.mode != "keyword" and _scope_sizes.size(conn, scope).exact_is_faster(
         settings.exact_search_max_rows, settings.exact_search_max_share
     )
     hits_by_type = search_types(
         conn, specs, scope, mode=request.mode, query=text, query_vector=vector, model_id=embedder.model_id,
         dimension=embedder.dimension, top_k=candidates, threshold=request.threshold, fusion=fusion,
         ef_search=settings.hnsw_ef_search, exact=exact, timeout_ms=settings.api_statement_timeout_ms,
+        before=pending_log.write_in_transaction,
     )  # fmt: skip
     ranked = merge_types(hits_by_type, mode=request.mode, top_k=candidates, fusion=fusion)
     if settings.recency_half_life_days:
         ranked = favour_recent(ranked, half_life_days=settings.recency_half_life_days, weight=settings.recency_weight)
     ranked = rerank(reranker, request.query, ranked, request.top_k) if reranker else ranked[: request.top_k]
     took_ms = (time.perf_counter() - started) * 1000
-    log_query(conn, tenant_id, request, [hit for _, hit in ranked], took_ms)
+    log_query(conn, tenant_id, request, [hit for _, hit in ranked], took_ms, settings.query_log_flush_seconds)
     return ranked, took_ms
 
 
-def log_query(conn: psycopg.Connection, tenant_id: str, request: SearchRequest, hits: list[Hit], took_ms: float) -> None:
+def log_query(
+    conn: psycopg.Connection, tenant_id: str, request: SearchRequest, hits: list[Hit], took_ms: float,
+    flush_seconds: float = 0.0,
+) -> None:  # fmt: skip
+    """Queue the search's row (``rag.search.query_log``); written now if nothing was for ``flush_seconds``."""
     similarities = [h.similarity for h in hits if h.similarity is not None]
     filters: dict[str, Any] = {
         "project_ids": request.project_ids,
         "document_ids": [str(d) for d in request.document_ids],
         **(request.filters.model_dump(mode="json") if request.filters else {}),
     }
-    # A log row lost in a crash is acceptable; waiting for a WAL flush on every search is not.
-    with conn.pipeline(), conn.transaction():
-        conn.execute("SELECT set_config('synchronous_commit', 'off', true)")
-        conn.execute(
-            """INSERT INTO query_log (tenant_id, query, mode, types, filters, result_count, top_similarity,
-                                      mean_similarity, latency_ms)
-               VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)""",
-            (
-                tenant_id, request.query, request.mode, list(request.types), json.dumps(filters), len(hits),
-                max(similarities) if similarities else None,
-                sum(similarities) / len(similarities) if similarities else None, took_ms,
-            ),
-        )  # fmt: skip
+    pending_log.add(
+        tenant_id, request.query, request.mode, list(request.types), filters, len(hits),
+        max(similarities) if similarities else None,
+        sum(similarities) / len(similarities) if similarities else None, took_ms,
+    )  # fmt: skip
+    if pending_log.due(flush_seconds):
+        pending_log.flush(conn)

@@ -1,0 +1,49 @@
+"""Query-log rows ride along with the next search's transaction, or go alone when the log has been quiet."""
+
+from __future__ import annotations
+
+import json
+
+from rag.search.engine import SearchScope, search_chunks
+from rag.search.query_log import PendingQueryLog
+
+
+def logged(db) -> list[tuple]:
+    return db.execute("SELECT tenant_id, query, mode, types, filters, result_count, top_similarity FROM query_log ORDER BY id").fetchall()
+
+
+def test_a_quiet_log_writes_at_once_and_a_busy_one_rides_along_with_the_next_search(db):
+    db.execute("TRUNCATE query_log")
+    log = PendingQueryLog()
+
+    # GIVEN a log that has not written for a long time: the row goes at once, alone.
+    log.add("acme", "first question", "hybrid", ["chunk", "task"], {"project_ids": ["p"]}, 3, 0.71, 0.5, 4.2)
+    assert log.due(60)
+    log.flush(db)
+    assert logged(db) == [("acme", "first question", "hybrid", ["chunk", "task"], {"project_ids": ["p"]}, 3, 0.71)]
+
+    # WHEN another row comes within the flush interval, it waits ...
+    log.add("acme", "second question", "keyword", ["chunk"], {}, 0, None, None, 1.0)
+    assert not log.due(60)
+    assert len(logged(db)) == 1
+
+    # ... THEN the next search's transaction carries it, and the search still answers.
+    hits = search_chunks(db, SearchScope("acme"), mode="keyword", query="anything", query_vector=None, model_id="m",
+                         dimension=3, top_k=5, before=log.write_in_transaction)  # fmt: skip
+    assert hits == []
+    assert logged(db)[1] == ("acme", "second question", "keyword", ["chunk"], {}, 0, None)
+    assert not log.due(0)  # nothing left to write
+
+
+def test_filters_and_odd_text_survive_the_batched_insert(db):
+    db.execute("TRUNCATE query_log")
+    log = PendingQueryLog()
+    filters = {"speakers": ["O'Brien, Pat"], "source_prefix": "a,b"}
+    log.add("t", 'quote " and comma, here', "semantic", ["segment"], filters, 1, 0.2, 0.2, 2.0)
+    log.add("t", "second", "semantic", ["decision", "risk"], {}, 2, 0.3, 0.25, 3.0)
+
+    log.flush(db)
+
+    rows = logged(db)
+    assert [r[1] for r in rows] == ['quote " and comma, here', "second"]
+    assert rows[0][4] == json.loads(json.dumps(filters)) and rows[1][3] == ["decision", "risk"]
