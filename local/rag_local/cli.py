@@ -532,6 +532,11 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--fresh", action="store_true", help="re-ingest everything into a new database")
     evaluate.add_argument("--quiet", action="store_true", help="no progress bars")
     evaluate.set_defaults(func=cmd_eval)
+
+    from rag_local.commands import ask as ask_command, mcp as mcp_command
+
+    for command in (ask_command, mcp_command):
+        command.register(sub)
     return parser
 
 
