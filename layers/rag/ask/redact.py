@@ -2,8 +2,8 @@
 
 Applied to what the model reads (question, history, tool results) and to the answer.
 Card numbers are 13-19 digits (spaces or dashes between groups) that pass the Luhn
-check; phone numbers are 7-15 digits with an optional ``+`` country code, separators
-and brackets. Dates (2026-11-02) and short numbers (twelve dollars, turn 14) are kept.
+check; phone numbers are 7-15 digits with a ``+`` country code or an area code in
+brackets, or 10-15 digits with separators. Dates (2026-11-02) and short numbers (twelve dollars, turn 14) are kept.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 EMAIL = re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}")
-CARD = re.compile(r"(?<![\d-])(?:\d[ -]?){12,18}\d(?![\d-])")
+CARD = re.compile(r"(?<![\d+-])(?:\d[ -]?){12,18}\d(?![\d-])")
 PHONE = re.compile(r"(?<![\w-])(?:\+\d{1,3}[\s.-]?)?(?:\(\d{1,4}\)[\s.-]?)?\d{2,4}(?:[\s.-]?\d{2,4}){1,4}(?![\w-])")
 DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
@@ -36,8 +36,8 @@ def _phone(match: re.Match[str]) -> str:
     digits = re.sub(r"\D", "", text)
     if DATE.match(text.strip()) or not 7 <= len(digits) <= 15:
         return text
-    if not (text.startswith("+") or "(" in text or re.search(r"[\s.-]", text)) and len(digits) < 10:
-        return text  # a plain run of digits shorter than a full number is a number, not a phone
+    if not (text.startswith("+") or "(" in text) and len(digits) < 10:
+        return text  # without a country code or an area code in brackets, a phone number has 10+ digits
     return "[phone]"
 
 
