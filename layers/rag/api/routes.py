@@ -260,6 +260,27 @@ def tools() -> dict[str, Any]:
     return tool_schemas()
 
 
+@app.route("/mcp", method=["POST", "GET", "DELETE"], include_in_schema=False)
+def mcp():  # noqa: ANN201 - a raw Response: the MCP SDK writes the body
+    """MCP over Streamable HTTP (stateless, JSON responses): the tools of /v1/ask as the caller's tenant."""
+    import base64
+    from contextlib import nullcontext
+
+    from rag.ask.mcp_server import handle_http
+    from rag.ask.tools import ToolContext
+
+    event = app.current_event
+    settings = get_settings()
+    tenant, conn = _tenant(), _conn()
+    raw = event.body or ""
+    body = base64.b64decode(raw) if event.is_base64_encoded else raw.encode("utf-8")
+    status, headers, payload = handle_http(
+        event.http_method, dict(event.headers or {}), body, lambda: nullcontext(ToolContext(conn, settings, tenant))
+    )
+    return Response(status_code=status, content_type=headers.pop("content-type", content_types.APPLICATION_JSON),
+                    body=payload.decode("utf-8"), headers=headers)  # fmt: skip
+
+
 @app.get("/v1/openapi.json", summary="This API's OpenAPI document", tags=["meta"], include_in_schema=False)
 def openapi():  # noqa: ANN201 - a raw Response, not a model
     return Response(status_code=200, content_type=content_types.APPLICATION_JSON, body=openapi_json())
