@@ -215,3 +215,26 @@ def test_read_document_cites_the_turns_it_read(corpus, model, database_url):
     [read] = tool_messages(second)
     assert read["quoted_text"].startswith("Maya (Product Manager): So the decision is")
     assert read["quoted_text"].endswith("can deliver the battery pack before March.")
+
+
+def test_the_answer_is_logged_with_its_citations_and_counted_in_metrics(corpus, model, database_url, capsys):
+    from rag.store.connection import connect
+
+    model.chat_responses += Assistant.load(RECORDED / "battery_decision.json")
+
+    _, body = call("POST", "/v1/ask", {"question": "What did we decide about the battery?", "project_ids": ["remote"]})
+
+    with connect(database_url) as conn:
+        row = conn.execute(
+            """SELECT tenant_id, query, mode, answer, answer_mode, citations, tool_calls, input_tokens, output_tokens,
+                      result_count, filters FROM query_log WHERE mode = 'ask' ORDER BY id DESC LIMIT 1"""
+        ).fetchone()
+    assert row[:5] == ("acme", "What did we decide about the battery?", "ask", body["answer"], "llm")
+    assert [c["n"] for c in row[5]] == [1, 2] and row[5][0]["document_id"] == body["citations"][0]["document_id"]
+    assert row[6] == body["tool_calls"] and row[7:] == (200, 100, 2, {"project_ids": ["remote"]})
+    emf = [json.loads(line) for line in capsys.readouterr().out.splitlines() if '"AskInputTokens"' in line]
+    assert len(emf) == 1
+    assert (emf[0]["AskInputTokens"], emf[0]["AskOutputTokens"], emf[0]["AskToolCalls"], emf[0]["AskCitations"]) == (
+        [200.0], [100.0], [1.0], [2.0]
+    )  # fmt: skip
+    assert "AskDegradedAnswers" not in emf[0] and "AskExtractiveAnswers" not in emf[0]

@@ -91,10 +91,44 @@ def ask(
     if clock() > deadline:
         raise AskTimeout(f"no answer within {settings.ask_timeout_seconds:.0f} s")
     answer, numbers = keep_known_citations(mask(answer), ctx.citations)
-    return {
+    reply = {
         "answer": answer.strip(), "mode": mode, "citations": citation_records(ctx.citations, numbers),
         "tool_calls": records, "usage": usage, "took_ms": round((clock() - started) * 1000, 2), "degraded": degraded,
     }  # fmt: skip
+    log_answer(conn, tenant_id, mask(request.question), request.project_ids, reply)
+    return reply
+
+
+def log_answer(conn: psycopg.Connection, tenant_id: str, question: str, project_ids: list[str], reply: dict[str, Any]) -> None:
+    """The question and answer in ``query_log`` (mode ``ask``), with citations, tool calls and tokens (sql/0007)."""
+    with conn.pipeline(), conn.transaction():
+        conn.execute("SELECT set_config('synchronous_commit', 'off', true)")  # as the search log: no WAL flush wait
+        conn.execute(
+            """INSERT INTO query_log (tenant_id, query, mode, types, filters, result_count, latency_ms, answer,
+                                      answer_mode, citations, tool_calls, input_tokens, output_tokens)
+               VALUES (%s, %s, 'ask', '{}', %s, %s, %s, %s, %s, %s, %s, %s, %s)""",
+            (
+                tenant_id, question, json.dumps({"project_ids": project_ids}), len(reply["citations"]), reply["took_ms"],
+                reply["answer"], reply["mode"], json.dumps(reply["citations"], default=str),
+                json.dumps(reply["tool_calls"], default=str), reply["usage"]["input_tokens"], reply["usage"]["output_tokens"],
+            ),
+        )  # fmt: skip
+
+
+def answer_metrics(reply: dict[str, Any]) -> list[tuple[str, str, float]]:
+    """CloudWatch metrics of one answer: (name, unit, value)."""
+    metrics = [
+        ("AskInputTokens", "Count", reply["usage"]["input_tokens"]),
+        ("AskOutputTokens", "Count", reply["usage"]["output_tokens"]),
+        ("AskToolCalls", "Count", len(reply["tool_calls"])),
+        ("AskCitations", "Count", len(reply["citations"])),
+        ("AskLatency", "Milliseconds", reply["took_ms"]),
+    ]
+    if reply["mode"] == "extractive":
+        metrics.append(("AskExtractiveAnswers", "Count", 1))
+    if reply.get("degraded"):
+        metrics.append(("AskDegradedAnswers", "Count", 1))
+    return metrics
 
 
 def _model_answer(
