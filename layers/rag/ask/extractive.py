@@ -1,10 +1,11 @@
 """An answer without a chat model: the most relevant sentences of the best passages, cited.
 
-The question is searched (hybrid, every knowledge type) within the request's scope; the
-sentences of the passages above the similarity floor are embedded with the search's own
-model and the closest ones to the question (at most ``ask_extractive_sentences``, at most
-two from one passage) are quoted with their speaker, each cited down to its own turn and
-character range. Nothing above the floor: the answer says so.
+The question is searched (hybrid, every knowledge type but segments) within the request's
+scope; the sentences of the passages above the similarity floor are embedded with the
+search's own model and the closest ones to the question are quoted with their speaker, each
+cited down to its own turn and character range: at most ``ask_extractive_sentences``, at most
+two from one passage, never a question or a sentence under five words. Nothing above the
+floor: the answer says so.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
 NOT_FOUND = "I found nothing in the meetings and documents you can access that answers this question."
 CANDIDATE_HITS = 6
 MAX_CANDIDATE_SENTENCES = 60
-MIN_WORDS = 4
+MIN_WORDS = 5  # shorter ones ("Noted as a risk.") say little on their own
 _SENTENCE = re.compile(r"[^.!?\n]+(?:[.!?]+|$)", re.MULTILINE)
 _SPEAKER = re.compile(r"^\s*([^:\n]{1,60}):\s")
 
@@ -48,7 +49,8 @@ def sentences_of(type_name: str, hit: Hit, rank: int, turns: list | None) -> lis
     """The sentences of a hit, each with its own character range (and turn, for transcripts)."""
     base = _passage_of(type_name, hit)
     if type_name != "chunk":  # an extracted item or a summary: cited whole, as one sentence
-        return [Sentence(hit.content.strip(), None, base, rank)] if hit.content.strip() else []
+        text = hit.content.strip()
+        return [Sentence(text, None, base, rank)] if len(text.split()) >= MIN_WORDS and not text.endswith("?") else []
     found = []
     line_start = 0
     for line in hit.content.split("\n"):
@@ -57,8 +59,8 @@ def sentences_of(type_name: str, hit: Hit, rank: int, turns: list | None) -> lis
         body_from = speaker_match.end() if speaker_match else 0
         for match in _SENTENCE.finditer(line, body_from):
             text = match.group().strip()
-            if len(text.split()) < MIN_WORDS:
-                continue
+            if len(text.split()) < MIN_WORDS or text.endswith("?"):
+                continue  # a question in a meeting is close to the question asked, but it is not an answer
             lead = len(match.group()) - len(match.group().lstrip())
             start = hit.start_char + line_start + match.start() + lead
             end = start + len(text)
@@ -98,11 +100,14 @@ def extractive_answer(ctx: ToolContext, question: str) -> tuple[str, int]:
     order = sorted(range(len(candidates)), key=lambda i: (-scores[i], candidates[i].hit_rank))
     chosen: list[int] = []
     per_hit: dict[int, int] = {}
+    seen: set[str] = set()
     for i in order:
         if scores[i] < ctx.settings.ask_min_similarity and chosen:
             break
-        if per_hit.get(candidates[i].hit_rank, 0) >= 2:
-            continue
+        said = " ".join(candidates[i].text.lower().split())
+        if per_hit.get(candidates[i].hit_rank, 0) >= 2 or said in seen:
+            continue  # an extracted item often repeats the sentence it came from: quote it once
+        seen.add(said)
         chosen.append(i)
         per_hit[candidates[i].hit_rank] = per_hit.get(candidates[i].hit_rank, 0) + 1
         if len(chosen) >= ctx.settings.ask_extractive_sentences:
