@@ -2,29 +2,10 @@
 
 from __future__ import annotations
 
-import threading
-
 import pytest
 
 
-@pytest.fixture
-def api(corpus, monkeypatch):
-    from rag.config import get_settings
-    from rag_local.api_server import make_server
-
-    monkeypatch.setenv("RAG_API_KEYS", "k-acme=acme")
-    get_settings.cache_clear()
-    server = make_server(get_settings(), 0)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    monkeypatch.setenv("RAG_LOCAL_API_PORT", str(server.server_address[1]))
-    get_settings.cache_clear()
-    yield server
-    server.shutdown()
-    server.server_close()
-
-
-def test_rag_ask_prints_the_answer_and_its_sources(api, capsys):
+def test_rag_ask_prints_the_answer_and_its_sources(local_api, capsys):
     from rag_local.cli import main
 
     assert main(["ask", "What did we decide about the battery?", "--project", "remote"]) == 0
@@ -35,7 +16,7 @@ def test_rag_ask_prints_the_answer_and_its_sources(api, capsys):
     assert "extractive, " in out
 
 
-def test_rag_ask_unknown_project_exits_1(api, capsys):
+def test_rag_ask_unknown_project_exits_1(local_api, capsys):
     from rag_local.cli import main
 
     assert main(["ask", "battery?", "--project", "nope"]) == 1

@@ -3,25 +3,8 @@
 from __future__ import annotations
 
 import json
-import threading
-
 import anyio
 import pytest
-
-
-@pytest.fixture
-def api(corpus, monkeypatch):
-    from rag.config import get_settings
-    from rag_local.api_server import make_server
-
-    monkeypatch.setenv("RAG_API_KEYS", "k-acme=acme,k-globex=globex")
-    get_settings.cache_clear()
-    server = make_server(get_settings(), 0)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
 
 
 def mcp_session(url: str, key: str | None, work):
@@ -39,13 +22,13 @@ def mcp_session(url: str, key: str | None, work):
     return anyio.run(main)
 
 
-def test_mcp_lists_the_tools_with_their_json_schemas(api):
+def test_mcp_lists_the_tools_with_their_json_schemas(local_api):
     from rag.ask.tools import TOOLS
 
     async def work(client):
         return await client.list_tools()
 
-    listed = mcp_session(api, "k-acme", work)
+    listed = mcp_session(local_api, "k-acme", work)
 
     assert [t.name for t in listed.tools] == list(TOOLS)
     search = next(t for t in listed.tools if t.name == "search")
@@ -55,11 +38,11 @@ def test_mcp_lists_the_tools_with_their_json_schemas(api):
 
 @pytest.mark.parametrize(("key", "tenant_document"), [("k-acme", "projects/remote/2026-11-02-battery-review.txt"),
                                                      ("k-globex", "projects/remote/globex-secret.txt")])  # fmt: skip
-def test_an_mcp_search_returns_the_callers_tenant_only(api, corpus, key, tenant_document):
+def test_an_mcp_search_returns_the_callers_tenant_only(local_api, corpus, key, tenant_document):
     async def work(client):
         return await client.call_tool("search", {"query": "zanzibar budget battery remote", "top_k": 10})
 
-    result = mcp_session(api, key, work)
+    result = mcp_session(local_api, key, work)
 
     assert result.is_error is False
     data = json.loads(result.content[0].text)
@@ -71,21 +54,21 @@ def test_an_mcp_search_returns_the_callers_tenant_only(api, corpus, key, tenant_
     assert [r["cite_as"] for r in data["results"]] == [f"[{i}]" for i in range(1, len(data["results"]) + 1)]
 
 
-def test_an_mcp_call_with_bad_arguments_is_a_tool_error(api):
+def test_an_mcp_call_with_bad_arguments_is_a_tool_error(local_api):
     async def work(client):
         return await client.call_tool("search", {"query": "", "top_k": 500})
 
-    result = mcp_session(api, "k-acme", work)
+    result = mcp_session(local_api, "k-acme", work)
 
     assert result.is_error is True
     assert "invalid arguments" in result.content[0].text and "top_k" in result.content[0].text
 
 
-def test_mcp_without_credentials_is_401(api):
+def test_mcp_without_credentials_is_401(local_api):
     import urllib.error
     import urllib.request
 
-    request = urllib.request.Request(f"{api}/mcp", data=b'{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}',
+    request = urllib.request.Request(f"{local_api}/mcp", data=b'{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}',
                                      headers={"Content-Type": "application/json"}, method="POST")  # fmt: skip
     with pytest.raises(urllib.error.HTTPError) as error:
         urllib.request.urlopen(request, timeout=30)

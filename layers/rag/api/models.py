@@ -41,6 +41,13 @@ def _valid_unicode(value: Any) -> Any:
 PlainText = Annotated[str, BeforeValidator(_valid_unicode), AfterValidator(_without_nul)]
 
 
+def non_blank(value: str, name: str) -> str:
+    """Free text with something in it besides white space (and no NUL), stripped."""
+    if not value.strip():
+        raise ValueError(f"{name} is empty")
+    return _without_nul(value).strip()
+
+
 def valid_project_ids(values: list[str]) -> list[str]:
     """Project ids in the key's alphabet, duplicates dropped (order kept)."""
     import re
@@ -88,9 +95,7 @@ class SearchRequest(Strict):
     @field_validator("query")
     @classmethod
     def _not_blank(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("query is empty")
-        return _without_nul(value).strip()
+        return non_blank(value, "query")
 
     @field_validator("types")
     @classmethod
@@ -254,9 +259,7 @@ class AskRequest(Strict):
     @field_validator("question")
     @classmethod
     def _question_not_blank(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("question is empty")
-        return _without_nul(value).strip()
+        return non_blank(value, "question")
 
     @field_validator("project_ids")
     @classmethod

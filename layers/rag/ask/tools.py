@@ -84,7 +84,6 @@ class ToolArgs(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-ProjectIdList = list[str]
 TypeChoice = SearchType | Literal["all"]
 
 
@@ -95,10 +94,13 @@ class SearchArgs(ToolArgs):
         description="chunk: transcript and document passages; segment: topic summaries; decision, risk, opportunity, "
         "task: extracted items; all: every type in one ranked list",
     )  # fmt: skip
-    project_ids: ProjectIdList = Field(default_factory=list, max_length=20, description="only these projects (optional)")
+    project_ids: list[str] = Field(default_factory=list, max_length=20, description="only these projects (optional)")
     top_k: int = Field(default=6, ge=1, le=20, description="how many results")
 
-    _projects = field_validator("project_ids")(lambda cls, v: valid_project_ids(v))
+    @field_validator("project_ids")
+    @classmethod
+    def _projects(cls, values: list[str]) -> list[str]:
+        return valid_project_ids(values)
 
 
 class ContextArgs(SearchArgs):
