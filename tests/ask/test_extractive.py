@@ -44,6 +44,16 @@ def test_extractive_answer_quotes_sentences_and_cites_each_to_its_turn(corpus, d
     assert turn_line.startswith(review["speakers"][0] + ":")
 
 
+def test_a_question_longer_than_a_search_is_searched_by_its_start(corpus):
+    question = "What did we decide about the battery? " + "The rechargeable battery and its USB-C port. " * 60
+
+    status, body = call("POST", "/v1/ask", {"question": question, "project_ids": ["remote"]})
+
+    assert len(question) > 2000 and status == 200, body
+    review = corpus["projects/remote/2026-11-02-battery-review.txt"]
+    assert body["citations"] and review in {c["document_id"] for c in body["citations"]}
+
+
 def test_nothing_above_the_similarity_floor_says_so(corpus):
     status, body = call("POST", "/v1/ask", {"question": "What is the migration route of arctic terns over Greenland?"})
 

@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from rag.api.models import MAX_QUERY_CHARS
 from rag.ask.citations import Passage
 from rag.ask.tools import ToolContext, _passage_of, search_hits
 
@@ -79,7 +80,8 @@ def sentences_of(type_name: str, hit: Hit, rank: int, turns: list | None) -> lis
 
 def extractive_answer(ctx: ToolContext, question: str) -> tuple[str, int]:
     """The answer text (citing ``ctx.citations``) and how many passages were found."""
-    hits = search_hits(ctx, question, ["chunk", "decision", "risk", "opportunity", "task"], ctx.project_ids, CANDIDATE_HITS)
+    query = question[:MAX_QUERY_CHARS]  # a question may be longer than a search allows: its start is searched
+    hits = search_hits(ctx, query, ["chunk", "decision", "risk", "opportunity", "task"], ctx.project_ids, CANDIDATE_HITS)
     if not hits:
         return NOT_FOUND, 0
     documents = list({hit.document_id for _, hit in hits})
@@ -94,7 +96,7 @@ def extractive_answer(ctx: ToolContext, question: str) -> tuple[str, int]:
         return NOT_FOUND, 0
     from rag.search.query_text import search_text
 
-    vectors = ctx.embedder.embed([search_text(question) or question] + [s.text for s in candidates])
+    vectors = ctx.embedder.embed([search_text(query) or query] + [s.text for s in candidates])
     query, sentence_vectors = vectors[0], vectors[1:]
     scores = [sum(a * b for a, b in zip(query, v)) / ((_norm(query) * _norm(v)) or 1.0) for v in sentence_vectors]
     order = sorted(range(len(candidates)), key=lambda i: (-scores[i], candidates[i].hit_rank))
