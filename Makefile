@@ -28,6 +28,7 @@ demo: $(STAMP)
 	$(BIN)/rag up
 	$(BIN)/rag ingest examples/transcripts --project demo
 	$(BIN)/rag search "what did we decide about the battery?" --project demo
+	$(BIN)/rag ask "who will update the enclosure drawings, and by when?" --project demo
 
 test: $(STAMP) $(CHECKOV_STAMP)
 	$(BIN)/python -m pytest

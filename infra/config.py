@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, get_args, get_type_hints
 
 EmbeddingProvider = Literal["bedrock", "openai"]
-LlmProvider = Literal["none", "openai"]
+LlmProvider = Literal["none", "openai", "bedrock"]  # bedrock: /v1/ask only (the backfill stays offline)
 
 # Titan Text Embeddings V2 offers these output sizes; OpenAI's text-embedding-3 models can shorten to any size.
 TITAN_V2_DIMENSIONS = (256, 512, 1024)
@@ -75,6 +75,7 @@ class StageConfig:
     embedding_dimension: int = 1024
     llm_provider: LlmProvider = "none"
     llm_model: str = "gpt-4o-mini"
+    bedrock_chat_model: str = "anthropic.claude-3-5-haiku-20241022-v1:0"  # /v1/ask's model with llm_provider bedrock
     openai_api_key_secret_name: str | None = None  # Secrets Manager name, needed when OpenAI is used
 
     # --- database ---------------------------------------------------------------------
@@ -102,6 +103,7 @@ class StageConfig:
     # --- query API ----------------------------------------------------------------------
     query_memory_mb: int = 1024
     query_timeout_seconds: int = 29  # HTTP API integrations time out at 30 s
+    ask_timeout_seconds: int = 24  # /v1/ask's own limit (504 past it): inside the function's, with room to answer
     jwt_issuer: str = PLACEHOLDER_ISSUER  # set per deployment: -c jwt_issuer=https://...
     jwt_audience: tuple[str, ...] = ("meeting-rag",)
     tenant_claim: str = "tenant"
@@ -142,6 +144,11 @@ class StageConfig:
             raise ValueError(f"Titan V2 embeddings have {TITAN_V2_DIMENSIONS} dimensions, not {self.embedding_dimension}")
         if self.uses_openai and not self.openai_api_key_secret_name:
             raise ValueError(f"stage {self.name}: OpenAI needs openai_api_key_secret_name (a Secrets Manager name)")
+        if not 1 <= self.ask_timeout_seconds <= self.query_timeout_seconds - 3 or self.query_timeout_seconds > 29:
+            raise ValueError(
+                f"ask_timeout_seconds ({self.ask_timeout_seconds}) must leave 3 s of query_timeout_seconds "
+                f"({self.query_timeout_seconds}, at most 29: API Gateway ends requests at 30 s)"
+            )
         low, high = SQS_MAX_CONCURRENCY_RANGE
         if not low <= self.ingest_max_concurrency <= high:
             raise ValueError(f"ingest_max_concurrency must be within {low}..{high}, not {self.ingest_max_concurrency}")
@@ -232,6 +239,10 @@ class StageConfig:
     @property
     def uses_openai(self) -> bool:
         return self.embedding_provider == "openai" or self.llm_provider == "openai"
+
+    @property
+    def uses_bedrock(self) -> bool:
+        return self.embedding_provider == "bedrock" or self.llm_provider == "bedrock"
 
     @property
     def needs_internet_egress(self) -> bool:

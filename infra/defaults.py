@@ -86,6 +86,7 @@ def powertools_environment(service: str, config: StageConfig) -> dict[str, str]:
         "RAG_EMBEDDING_DIMENSION": str(config.embedding_dimension),
         "RAG_LLM_PROVIDER": config.llm_provider,
         "RAG_LLM_MODEL": config.llm_model,
+        **({"RAG_BEDROCK_CHAT_MODEL": config.bedrock_chat_model} if config.llm_provider == "bedrock" else {}),
         **({"RAG_OPENAI_API_KEY_SECRET": config.openai_api_key_secret_name} if config.openai_api_key_secret_name else {}),
     }
 

@@ -19,6 +19,13 @@ def grant_embedding_and_llm(scope: Construct, grantee: iam.IGrantable, config: S
                 resources=[f"arn:{stack.partition}:bedrock:{stack.region}::foundation-model/{config.embedding_model}"],
             )
         )
+    if config.llm_provider == "bedrock":  # Converse is authorized as InvokeModel on the model
+        grantee.grant_principal.add_to_principal_policy(
+            iam.PolicyStatement(
+                actions=["bedrock:InvokeModel"],
+                resources=[f"arn:{stack.partition}:bedrock:{stack.region}::foundation-model/{config.bedrock_chat_model}"],
+            )
+        )
     if config.openai_api_key_secret_name:
         grantee.grant_principal.add_to_principal_policy(
             iam.PolicyStatement(

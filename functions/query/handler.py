@@ -26,4 +26,11 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     metrics.add_metric(name="Requests", unit="Count", value=1)
     if response.get("statusCode", 500) >= 500:
         metrics.add_metric(name="ServerErrors", unit="Count", value=1)
+    if event.get("rawPath") == "/v1/ask" and response.get("statusCode") == 200:
+        import json
+
+        from rag.ask.answer import answer_metrics
+
+        for name, unit, value in answer_metrics(json.loads(response["body"])):
+            metrics.add_metric(name=name, unit=unit, value=value)
     return response

@@ -71,7 +71,7 @@ class Network(Construct):
             "S3Endpoint", service=ec2.GatewayVpcEndpointAwsService.S3, subnets=[self.function_subnets]
         )
         endpoints = dict(INTERFACE_ENDPOINTS)
-        if config.embedding_provider != "bedrock":
+        if not config.uses_bedrock:
             del endpoints["BedrockRuntime"]  # about $15 a month (two AZs) for a service this stage never calls
         for name, service in endpoints.items():
             self.vpc.add_interface_endpoint(

@@ -22,8 +22,9 @@ from infra.config import StageConfig
 from infra.defaults import function_code, log_group
 from infra.resources import AppResources
 
-ROUTE_PATH = "/v1/{proxy+}"  # every route of rag.api lives under /v1
+ROUTE_PATH = "/v1/{proxy+}"  # every route of rag.api lives under /v1 (/v1/ask and /v1/tools included) ...
 ROUTE_METHODS = (apigwv2.HttpMethod.GET, apigwv2.HttpMethod.POST)
+MCP_PATH = "/mcp"  # ... but MCP's Streamable HTTP endpoint (stateless: POST; GET answers 405 from the SDK)
 
 
 @jsii.implements(apigwv2.IAccessLogSettings)
@@ -61,13 +62,17 @@ class QueryApi(Construct):
         self.function = resources.app_function(
             self,
             "Function",
-            description="HTTP API: search, context, projects, meetings, tasks, documents",
+            description="HTTP API: search, context, ask, projects, meetings, tasks, documents, tools, MCP",
             code=function_code("query"),
             handler="handler.lambda_handler",
             service="query",
             memory_mb=config.query_memory_mb,
             timeout=cdk.Duration.seconds(config.query_timeout_seconds),
-            environment={"RAG_TENANT_CLAIM": config.tenant_claim, "RAG_IAM_TENANTS": json.dumps(dict(config.iam_tenants))},
+            environment={
+                "RAG_TENANT_CLAIM": config.tenant_claim,
+                "RAG_IAM_TENANTS": json.dumps(dict(config.iam_tenants)),
+                "RAG_ASK_TIMEOUT_SECONDS": str(config.ask_timeout_seconds),
+            },
             # Bounds the API's database connections (one per warm instance) below the stage throttle: see "Capacity".
             reserved_concurrency=config.query_reserved_concurrency,
         )
@@ -104,6 +109,7 @@ class QueryApi(Construct):
         )
         integration = integrations.HttpLambdaIntegration(f"{id}Query", self.function)
         api.add_routes(path=ROUTE_PATH, methods=list(ROUTE_METHODS), integration=integration, authorizer=authorizer)
+        api.add_routes(path=MCP_PATH, methods=list(ROUTE_METHODS), integration=integration, authorizer=authorizer)
         apigwv2.HttpStage(
             self,
             f"{id}DefaultStage",

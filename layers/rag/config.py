@@ -127,12 +127,32 @@ class Settings(BaseSettings):
     bedrock_region: str | None = None
 
     # --- backfill LLM (segment and extract stages) --------------------------------
-    llm_provider: Literal["none", "openai"] = Field(
-        default="none", description="none: offline segmentation (TextTiling) and rule-based extraction"
+    llm_provider: Literal["none", "openai", "bedrock"] = Field(
+        default="none",
+        description="none: offline segmentation (TextTiling) and rule-based extraction, extractive /v1/ask answers;"
+        " openai: OpenAI-compatible chat (backfill and /v1/ask); bedrock: Bedrock's Converse API (/v1/ask only)",
     )
     llm_model: str = Field(default="gpt-4o-mini", description="chat model with structured outputs")
     llm_max_retries: int = Field(default=4, ge=0)
     llm_timeout_seconds: float = Field(default=120.0, gt=0)
+    bedrock_chat_model: str = Field(
+        default="anthropic.claude-3-5-haiku-20241022-v1:0", description="/v1/ask's model with llm_provider bedrock"
+    )
+
+    # --- /v1/ask ------------------------------------------------------------------
+    ask_timeout_seconds: float = Field(
+        default=24.0, gt=0, le=29, description="the whole answer, model and tools (API Gateway ends requests at 30 s)"
+    )
+    ask_model_timeout_seconds: float = Field(
+        default=12.0, gt=0, description="one model call; past it (or past the deadline) the answer is extractive"
+    )
+    ask_min_similarity: float = Field(
+        default=0.3, ge=-1, le=1, description="passages below this cosine similarity are not evidence for an answer"
+    )
+    ask_redact_pii: bool = Field(
+        default=False, description="mask e-mail addresses, phone and card numbers in what the model reads and in answers"
+    )
+    ask_extractive_sentences: int = Field(default=3, ge=1, le=10, description="sentences of an extractive answer")
 
     # --- ingest -----------------------------------------------------------------
     max_object_bytes: int = Field(

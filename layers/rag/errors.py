@@ -34,6 +34,10 @@ class TransientError(RagError):
     """
 
 
+class LLMOutputError(RagError):
+    """The chat model's answer does not fit what was asked for (refusal, truncated, wrong structure)."""
+
+
 class ContinueLater(TransientError):
     """A file too large to embed in one invocation: its progress is saved, a new invocation goes on."""
 

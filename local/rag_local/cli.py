@@ -12,10 +12,10 @@ import sys
 from types import ModuleType
 
 from rag.config import Settings, get_settings
-from rag_local.commands import backfill, evaluate, ingest, migrate, query_api, services
+from rag_local.commands import ask, backfill, evaluate, ingest, mcp, migrate, query_api, services
 from rag_local.commands import fail
 
-COMMANDS: tuple[ModuleType, ...] = (services, migrate, ingest, backfill, query_api, evaluate)
+COMMANDS: tuple[ModuleType, ...] = (services, migrate, ingest, backfill, query_api, evaluate, ask, mcp)
 
 
 def build_parser() -> argparse.ArgumentParser:

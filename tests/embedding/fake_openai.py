@@ -3,7 +3,9 @@
 Vectors are derived from the text (a hash-seeded unit vector), so they are
 deterministic. ``fail_next`` scripts status codes (429, 500) for the next requests.
 ``chat_responses`` queues recorded assistant messages for ``/v1/chat/completions``: a
-dict or list is sent as the JSON content of a structured output, a string as is.
+dict or list is sent as the JSON content of a structured output, a string as is, and an
+``Assistant`` (``Assistant.load`` reads a recorded conversation) as that message, tool calls
+included. ``chat_delay_seconds`` holds the next chat answers back (a model that times out).
 """
 
 from __future__ import annotations
@@ -14,8 +16,33 @@ import json
 import random
 import struct
 import threading
+import time
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+
+@dataclass
+class Assistant:
+    """One recorded assistant message of a tool-calling conversation."""
+
+    content: str | None = None
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)  # {"id"?, "name", "arguments": dict or raw text}
+
+    @classmethod
+    def load(cls, path: Any) -> list[Assistant]:
+        """A recorded conversation: a JSON list of ``{"content"?, "tool_calls"?}`` assistant messages."""
+        with open(path) as f:
+            return [cls(m.get("content"), m.get("tool_calls", [])) for m in json.load(f)]
+
+    def message(self) -> dict[str, Any]:
+        calls = [
+            {"id": call.get("id", f"call_{i}"), "type": "function",
+             "function": {"name": call["name"],
+                          "arguments": call["arguments"] if isinstance(call["arguments"], str) else json.dumps(call["arguments"])}}
+            for i, call in enumerate(self.tool_calls)
+        ]  # fmt: skip
+        return {"role": "assistant", "content": self.content, "refusal": None, **({"tool_calls": calls} if calls else {})}
 
 
 def vector_for(text: str, dim: int) -> list[float]:
@@ -32,6 +59,7 @@ class FakeOpenAI:
         self.requests: list[dict[str, Any]] = []
         self.fail_next: list[int] = []
         self.chat_responses: list[Any] = []
+        self.chat_delay_seconds: list[float] = []
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -47,6 +75,8 @@ class FakeOpenAI:
                     self._send(status, payload, {"retry-after-ms": "1"})
                     return
                 if self.path == "/v1/chat/completions":
+                    if fake.chat_delay_seconds:
+                        time.sleep(fake.chat_delay_seconds.pop(0))
                     if not fake.chat_responses:
                         self._send(400, {"error": {"message": "FakeOpenAI: no chat response queued", "type": "invalid_request_error"}})
                         return
@@ -85,12 +115,15 @@ class FakeOpenAI:
 
     def chat_completion(self, body: dict[str, Any]) -> dict[str, Any]:
         answer = self.chat_responses.pop(0)
-        content = answer if isinstance(answer, str) else json.dumps(answer)
+        if isinstance(answer, Assistant):
+            message = answer.message()
+        else:
+            message = {"role": "assistant", "content": answer if isinstance(answer, str) else json.dumps(answer), "refusal": None}
         return {
             "id": f"chatcmpl-{len(self.requests)}", "object": "chat.completion", "created": 1_763_000_000,
             "model": body["model"],
-            "choices": [{"index": 0, "finish_reason": "stop", "logprobs": None,
-                         "message": {"role": "assistant", "content": content, "refusal": None}}],
+            "choices": [{"index": 0, "finish_reason": "tool_calls" if message.get("tool_calls") else "stop",
+                         "logprobs": None, "message": message}],
             "usage": {"prompt_tokens": 100, "completion_tokens": 50, "total_tokens": 150},
         }  # fmt: skip
 

@@ -294,8 +294,8 @@ def test_nothing_is_reachable_from_the_internet(stage: Synthesized) -> None:
 
 def test_every_route_has_an_authorizer(stage: Synthesized) -> None:
     routes = [r["Properties"] for r in stage.resources("AWS::ApiGatewayV2::Route").values()]
-    assert sorted(r["RouteKey"] for r in routes) == sorted(["GET /v1/{proxy+}", "POST /v1/{proxy+}"] * 2)
-    assert sorted(r["AuthorizationType"] for r in routes) == ["AWS_IAM", "AWS_IAM", "JWT", "JWT"]
+    assert sorted(r["RouteKey"] for r in routes) == sorted(["GET /v1/{proxy+}", "POST /v1/{proxy+}", "GET /mcp", "POST /mcp"] * 2)
+    assert sorted(r["AuthorizationType"] for r in routes) == ["AWS_IAM"] * 4 + ["JWT"] * 4
     authorizer = stage.resource("AWS::ApiGatewayV2::Authorizer")["Properties"]
     assert authorizer["JwtConfiguration"] == {"Issuer": stage.config.jwt_issuer, "Audience": list(stage.config.jwt_audience)}
     assert all(r["AuthorizerId"] == {"Ref": next(iter(stage.resources("AWS::ApiGatewayV2::Authorizer")))} for r in routes if r["AuthorizationType"] == "JWT")

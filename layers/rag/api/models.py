@@ -41,6 +41,23 @@ def _valid_unicode(value: Any) -> Any:
 PlainText = Annotated[str, BeforeValidator(_valid_unicode), AfterValidator(_without_nul)]
 
 
+def non_blank(value: str, name: str) -> str:
+    """Free text with something in it besides white space (and no NUL), stripped."""
+    if not value.strip():
+        raise ValueError(f"{name} is empty")
+    return _without_nul(value).strip()
+
+
+def valid_project_ids(values: list[str]) -> list[str]:
+    """Project ids in the key's alphabet, duplicates dropped (order kept)."""
+    import re
+
+    for value in values:
+        if not re.match(PROJECT_PATTERN, value):
+            raise ValueError(f"project id {value!r} must be 1-128 letters, digits, '.', '_' or '-'")
+    return list(dict.fromkeys(values))
+
+
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -78,9 +95,7 @@ class SearchRequest(Strict):
     @field_validator("query")
     @classmethod
     def _not_blank(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("query is empty")
-        return _without_nul(value).strip()
+        return non_blank(value, "query")
 
     @field_validator("types")
     @classmethod
@@ -91,12 +106,7 @@ class SearchRequest(Strict):
     @field_validator("project_ids")
     @classmethod
     def _project_ids(cls, values: list[str]) -> list[str]:
-        import re
-
-        for value in values:
-            if not re.match(PROJECT_PATTERN, value):
-                raise ValueError(f"project id {value!r} must be 1-128 letters, digits, '.', '_' or '-'")
-        return list(dict.fromkeys(values))
+        return valid_project_ids(values)
 
 
 class ContextRequest(SearchRequest):
@@ -123,6 +133,16 @@ class SearchResult(BaseModel):
     end_turn: int | None = None
     speakers: list[str] = Field(default_factory=list)
     metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+def search_result(type_name: str, hit: Any) -> SearchResult:
+    """A search engine hit (``rag.search.engine.Hit``) as the API shows it."""
+    return SearchResult(
+        id=str(hit.id), type=type_name, score=hit.score, similarity=hit.similarity, content=hit.content,
+        document_id=hit.document_id, project_id=hit.project_id, source=Source(uri=hit.source_uri, title=hit.title),
+        start_char=hit.start_char, end_char=hit.end_char, start_turn=hit.start_turn, end_turn=hit.end_turn,
+        speakers=hit.speakers, metadata=hit.metadata,
+    )  # fmt: skip
 
 
 class SearchResponse(BaseModel):
@@ -210,3 +230,75 @@ class ErrorBody(BaseModel):
 
 class ErrorResponse(BaseModel):
     error: ErrorBody
+
+
+# --- /v1/ask ----------------------------------------------------------------------------
+
+MAX_QUESTION_CHARS = 4000
+MAX_HISTORY_MESSAGES = 20
+MAX_HISTORY_CHARS = 8000
+
+
+class ChatMessage(Strict):
+    role: Literal["user", "assistant"]
+    content: PlainText = Field(max_length=MAX_HISTORY_CHARS)
+
+
+class AskRequest(Strict):
+    question: Annotated[str, BeforeValidator(_valid_unicode)] = Field(
+        min_length=1, max_length=MAX_QUESTION_CHARS, description="the question, in natural language"
+    )
+    project_ids: list[str] = Field(
+        default_factory=list, max_length=100, description="limit to these projects; tools can narrow, never widen"
+    )
+    history: list[ChatMessage] = Field(
+        default_factory=list, max_length=MAX_HISTORY_MESSAGES, description="earlier turns of the conversation"
+    )
+    max_tool_calls: int = Field(default=4, ge=1, le=8, description="bound on the tool calls the model may make")
+
+    @field_validator("question")
+    @classmethod
+    def _question_not_blank(cls, value: str) -> str:
+        return non_blank(value, "question")
+
+    @field_validator("project_ids")
+    @classmethod
+    def _project_ids(cls, values: list[str]) -> list[str]:
+        return valid_project_ids(values)
+
+
+class Citation(BaseModel):
+    n: int = Field(description="the number the answer cites as [n]")
+    type: SearchType
+    document_id: str
+    source: Source
+    start_turn: int | None = None
+    end_turn: int | None = None
+    start_char: int
+    end_char: int
+    speakers: list[str] = Field(default_factory=list)
+    meeting_date: date | None = None
+
+
+class ToolCallRecord(BaseModel):
+    name: str
+    arguments: dict[str, Any]
+    result_count: int
+    error: str | None = None
+
+
+class Usage(BaseModel):
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+class AskResponse(BaseModel):
+    answer: str
+    mode: Literal["llm", "extractive"]
+    citations: list[Citation]
+    tool_calls: list[ToolCallRecord]
+    usage: Usage
+    took_ms: float
+    degraded: str | None = Field(
+        default=None, description="why a configured model did not answer (timeout, malformed output): extractive instead"
+    )

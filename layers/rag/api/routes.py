@@ -25,6 +25,8 @@ from aws_lambda_powertools.event_handler.openapi.params import Path, Query
 from rag.api.identity import Unauthenticated, tenant_of
 from rag.api.models import (
     PROJECT_PATTERN,
+    AskRequest,
+    AskResponse,
     ContextRequest,
     ContextResponse,
     Document,
@@ -36,6 +38,7 @@ from rag.api.models import (
     SearchResponse,
     SearchResult,
     Source,
+    search_result,
     Task,
     TaskList,
     TaskStatus,
@@ -149,16 +152,7 @@ def _search(request: SearchRequest) -> tuple[list[SearchResult], float]:
 
     settings = get_settings()
     ranked, took_ms = run_search(_conn(), get_embedder(settings), settings, _tenant(), request)
-    results = [
-        SearchResult(
-            id=str(hit.id), type=type_name, score=hit.score, similarity=hit.similarity, content=hit.content,
-            document_id=hit.document_id, project_id=hit.project_id, source=Source(uri=hit.source_uri, title=hit.title),
-            start_char=hit.start_char, end_char=hit.end_char, start_turn=hit.start_turn, end_turn=hit.end_turn,
-            speakers=hit.speakers, metadata=hit.metadata,
-        )  # fmt: skip
-        for type_name, hit in ranked
-    ]
-    return results, took_ms
+    return [search_result(type_name, hit) for type_name, hit in ranked], took_ms
 
 
 @app.post("/v1/search", summary="Semantic, keyword or hybrid search", tags=["search"])
@@ -239,6 +233,52 @@ def document(document_id: Annotated[UUID, Path()]) -> Document:
         raise ApiError(404, "not_found", f"document {document_id} not found")
     source = Source(uri=row.pop("source_uri"), title=row["title"])
     return Document(**row, source=source)
+
+
+@app.post("/v1/ask", summary="A cited answer: the chat model calls this API's tools (or an extractive answer)", tags=["ask"])
+def ask(request: AskRequest) -> AskResponse:
+    from rag.ask.answer import AskTimeout, ask as answer
+    from rag.embedding import get_embedder
+    from rag.store.catalog import get_project
+
+    settings = get_settings()
+    tenant = _tenant()
+    conn = _conn()
+    for project_id in request.project_ids:
+        if get_project(conn, tenant, project_id) is None:
+            raise ApiError(404, "not_found", f"project {project_id!r} not found")
+    try:
+        return AskResponse(**answer(conn, settings, tenant, request, embedder=get_embedder(settings)))
+    except AskTimeout as exc:
+        raise ApiError(504, "timeout", f"{exc}; ask a narrower question or retry") from exc
+
+
+@app.get("/v1/tools", summary="The tools of /v1/ask and /mcp in OpenAI and Anthropic function-calling form", tags=["ask"])
+def tools() -> dict[str, Any]:
+    from rag.ask.tools import tool_schemas
+
+    return tool_schemas()
+
+
+@app.route("/mcp", method=["POST", "GET", "DELETE"], include_in_schema=False)
+def mcp():  # noqa: ANN201 - a raw Response: the MCP SDK writes the body
+    """MCP over Streamable HTTP (stateless, JSON responses): the tools of /v1/ask as the caller's tenant."""
+    import base64
+    from contextlib import nullcontext
+
+    from rag.ask.mcp_server import handle_http
+    from rag.ask.tools import ToolContext
+
+    event = app.current_event
+    settings = get_settings()
+    tenant, conn = _tenant(), _conn()
+    raw = event.body or ""
+    body = base64.b64decode(raw) if event.is_base64_encoded else raw.encode("utf-8")
+    status, headers, payload = handle_http(
+        event.http_method, dict(event.headers or {}), body, lambda: nullcontext(ToolContext(conn, settings, tenant))
+    )
+    return Response(status_code=status, content_type=headers.pop("content-type", content_types.APPLICATION_JSON),
+                    body=payload.decode("utf-8"), headers=headers)  # fmt: skip
 
 
 @app.get("/v1/openapi.json", summary="This API's OpenAPI document", tags=["meta"], include_in_schema=False)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rag.errors import RagError, TransientError
+from rag.errors import LLMOutputError, RagError, TransientError
 
 # The stage Lambdas raise TransientError under this name: the state machine's Retry matches on it.
 __all__ = ["DocumentError", "LLMOutputError", "TransientError"]
@@ -10,7 +10,3 @@ __all__ = ["DocumentError", "LLMOutputError", "TransientError"]
 
 class DocumentError(RagError):
     """This document cannot go through the stage as it is (recorded in ``documents.backfill_error``)."""
-
-
-class LLMOutputError(DocumentError):
-    """The LLM's answer does not fit the expected structure (refusal, truncated, out-of-range turns)."""

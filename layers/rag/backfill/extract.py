@@ -102,7 +102,7 @@ PROPOSED_KINDS = (("decision", "decisions"), ("risk", "risks"), ("opportunity", 
 def extract_with_llm(
     document: ClaimedDocument, segment: StoredSegment, units: list[Unit], settings: Settings
 ) -> list[KnowledgeItem]:
-    from rag.backfill.llm import numbered_units, structured_completion
+    from rag.llm import numbered_units, structured_completion
 
     # Transcripts are numbered by turn (the model sees whole turns), documents by sentence.
     by_turn = document.turns and segment.start_turn is not None

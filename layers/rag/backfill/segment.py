@@ -165,7 +165,7 @@ SEGMENT_SYSTEM_PROMPT = (
 
 
 def segment_with_llm(document: ClaimedDocument, settings: Settings) -> list[Segment]:
-    from rag.backfill.llm import numbered_units, structured_completion
+    from rag.llm import numbered_units, structured_completion
 
     turns = document.turns
     starts: dict[int, tuple[str, str]] = {}  # first turn of each segment -> (title, summary)

@@ -76,20 +76,28 @@ def _union(passage: Passage, result: Any) -> Passage:
 
 
 def build_context(
-    results: Sequence[Any], max_tokens: int, count_tokens: Callable[[str], int]
+    results: Sequence[Any],
+    max_tokens: int,
+    count_tokens: Callable[[str], int],
+    number: Callable[[Passage], int] | None = None,
 ) -> tuple[str, list[Passage]]:
-    """The context string and the passages it cites, in citation order."""
+    """The context string and the passages it cites, in citation order.
+
+    ``number`` gives the citation number of a passage that fits (default: 1, 2, ... in order);
+    the budget is checked with a four-digit number, so no number it gives can break it.
+    """
     blocks: list[str] = []
     cited: list[Passage] = []
     used = 0
     for passage in merge_neighbours(results):
         where = f"turns {passage.start_turn}-{passage.end_turn}" if passage.start_turn is not None else f"chars {passage.start_char}-{passage.end_char}"
         title = passage.result.source.title or passage.result.source.uri
-        block = f"[{len(cited) + 1}] {title} ({passage.result.source.uri}, {where})\n{_label(passage.result)}{passage.text}"
-        cost = count_tokens(block) + (2 if blocks else 0)  # the blank line between blocks
+        body = f"{title} ({passage.result.source.uri}, {where})\n{_label(passage.result)}{passage.text}"
+        costed = f"[{9999 if number else len(cited) + 1}] {body}"
+        cost = count_tokens(costed) + (2 if blocks else 0)  # the blank line between blocks
         if used + cost > max_tokens:
             continue  # a smaller passage further down may still fit
-        blocks.append(block)
+        blocks.append(f"[{number(passage)}] {body}" if number else costed)
         cited.append(passage)
         used += cost
     return "\n\n".join(blocks), cited

@@ -61,7 +61,7 @@ class LLMReranker:
         )
 
     def grades(self, query: str, passages: Sequence[str]) -> list[float]:
-        from rag.backfill.llm import numbered_units, structured_completion
+        from rag.llm import numbered_units, structured_completion
 
         answer = structured_completion(
             self.settings,

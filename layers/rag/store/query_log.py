@@ -33,7 +33,7 @@ def query_report(conn: psycopg.Connection, *, days: int = 7, low_similarity: flo
         tuple(row)
         for row in conn.execute(
             """SELECT lower(query), count(*), max(coalesce(top_similarity, 0))
-               FROM query_log WHERE created_at > now() - make_interval(days => %(days)s) AND mode <> 'keyword'
+               FROM query_log WHERE created_at > now() - make_interval(days => %(days)s) AND mode NOT IN ('keyword', 'ask')
                GROUP BY lower(query) HAVING max(coalesce(top_similarity, 0)) < %(low)s
                ORDER BY count(*) DESC, 3 LIMIT %(limit)s""",
             {**since, "low": low_similarity, "limit": limit},

@@ -1,0 +1,1 @@
+"""Answers with citations (``POST /v1/ask``) and the tools behind them (also served over MCP)."""

@@ -1,0 +1,357 @@
+"""The tools a chat model (``/v1/ask``, MCP clients) calls: this API's own operations, defined once.
+
+Each tool is a name, a description, a pydantic model of its arguments (its JSON schema is
+what OpenAI, Anthropic, Bedrock and MCP clients see) and a function run with a
+``ToolContext``: the caller's tenant, from the verified identity, and the projects the
+request allows. A tool can narrow that scope (fewer projects, one document) and never
+widen it: a project outside it is an error the model reads, and a document of another
+tenant or project is not found.
+
+What a tool returns to the model is JSON data: retrieved text is a quoted string in it,
+each passage numbered ``[n]`` in the request's ``Citations``, never an instruction.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from datetime import date
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from rag.api.models import MAX_QUERY_CHARS, PROJECT_PATTERN, SearchRequest, SearchType, search_result, valid_project_ids
+from rag.ask.citations import Citations, Passage
+
+if TYPE_CHECKING:
+    import psycopg
+
+    from rag.config import Settings
+    from rag.embedding.base import Embedder
+    from rag.search.engine import Hit
+
+PASSAGE_CHARS = 2500  # a passage the model reads; chunks are at most ~2,000 characters
+
+
+class ToolError(Exception):
+    """A tool call the model can correct (bad scope, unknown document): its message is the tool's result."""
+
+
+@dataclass
+class ToolContext:
+    conn: psycopg.Connection
+    settings: Settings
+    tenant_id: str
+    project_ids: tuple[str, ...] = ()  # the request's scope; empty: every project of the tenant
+    citations: Citations = field(default_factory=Citations)
+    redact: Callable[[str], str] = staticmethod(lambda text: text)  # type: ignore[assignment]
+    _embedder: Embedder | None = None
+
+    @property
+    def embedder(self) -> Embedder:
+        if self._embedder is None:
+            from rag.embedding import get_embedder
+
+            self._embedder = get_embedder(self.settings)
+        return self._embedder
+
+    def narrow(self, asked: list[str] | tuple[str, ...]) -> tuple[str, ...]:
+        """The projects a tool may read: those asked for within the request's, or the request's."""
+        if not asked:
+            return self.project_ids
+        if not self.project_ids:
+            return tuple(asked)
+        kept = tuple(p for p in asked if p in self.project_ids)
+        if not kept:
+            raise ToolError(f"project(s) {', '.join(asked)} are outside this request's projects: {', '.join(self.project_ids)}")
+        return kept
+
+    def in_scope(self, project_id: str) -> bool:
+        return not self.project_ids or project_id in self.project_ids
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    data: dict[str, Any]  # what the model reads (JSON)
+    count: int  # items found (0: nothing)
+
+    def text(self) -> str:
+        return json.dumps(self.data, default=str, ensure_ascii=False)
+
+
+class ToolArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+TypeChoice = SearchType | Literal["all"]
+
+
+class SearchArgs(ToolArgs):
+    query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS, description="what to look for, in natural language")
+    types: list[TypeChoice] = Field(
+        default_factory=lambda: ["chunk"], min_length=1, max_length=7,
+        description="chunk: transcript and document passages; segment: topic summaries; decision, risk, opportunity, "
+        "task: extracted items; all: every type in one ranked list",
+    )  # fmt: skip
+    project_ids: list[str] = Field(default_factory=list, max_length=20, description="only these projects (optional)")
+    top_k: int = Field(default=6, ge=1, le=20, description="how many results")
+
+    @field_validator("project_ids")
+    @classmethod
+    def _projects(cls, values: list[str]) -> list[str]:
+        return valid_project_ids(values)
+
+
+class ContextArgs(SearchArgs):
+    max_tokens: int = Field(default=1500, ge=200, le=6000, description="budget of the context")
+
+
+class NoArgs(ToolArgs):
+    pass
+
+
+class MeetingsArgs(ToolArgs):
+    project_id: str | None = Field(default=None, pattern=PROJECT_PATTERN, description="one project (optional)")
+    limit: int = Field(default=10, ge=1, le=50)
+
+
+class TasksArgs(MeetingsArgs):
+    limit: int = Field(default=20, ge=1, le=50)
+
+
+class ReadDocumentArgs(ToolArgs):
+    document_id: str = Field(
+        pattern=r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$",
+        description="a document_id from a search result or a meeting",
+    )
+    start_turn: int | None = Field(default=None, ge=0, description="first turn of a transcript (inclusive)")
+    end_turn: int | None = Field(default=None, ge=0, description="last turn of a transcript (inclusive)")
+    start_char: int | None = Field(default=None, ge=0, description="or: first character of the document's text")
+    end_char: int | None = Field(default=None, ge=0, description="or: end character (exclusive)")
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    description: str
+    args: type[ToolArgs]
+    run: Callable[[ToolContext, Any], ToolResult]
+    retrieves: bool = True  # whether what it returns is evidence (a passage) rather than a listing
+
+    def schema(self) -> dict[str, Any]:
+        schema = self.args.model_json_schema()
+        schema.pop("title", None)
+        for prop in schema.get("properties", {}).values():
+            prop.pop("title", None)
+        return schema
+
+    def openai(self) -> dict[str, Any]:
+        return {"type": "function", "function": {"name": self.name, "description": self.description, "parameters": self.schema()}}
+
+    def anthropic(self) -> dict[str, Any]:
+        return {"name": self.name, "description": self.description, "input_schema": self.schema()}
+
+    def bedrock(self) -> dict[str, Any]:
+        return {"toolSpec": {"name": self.name, "description": self.description, "inputSchema": {"json": self.schema()}}}
+
+    def call(self, ctx: ToolContext, arguments: dict[str, Any]) -> ToolResult:
+        """Validate the arguments and run; a model's mistake comes back as an error result, not an exception."""
+        try:
+            args = self.args.model_validate(arguments)
+        except ValidationError as exc:
+            problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'arguments'}: {e['msg']}" for e in exc.errors()[:5])
+            return ToolResult({"error": f"invalid arguments: {problems}"}, 0)
+        try:
+            return self.run(ctx, args)
+        except ToolError as exc:
+            return ToolResult({"error": str(exc)}, 0)
+
+
+# --- the operations ----------------------------------------------------------------------
+
+
+def _passage_of(type_name: str, hit: Hit) -> Passage:
+    meeting = (hit.metadata or {}).get("meeting_date")
+    return Passage(
+        type=type_name, document_id=hit.document_id, source_uri=hit.source_uri, title=hit.title,
+        start_char=hit.start_char, end_char=hit.end_char, start_turn=hit.start_turn, end_turn=hit.end_turn,
+        speakers=tuple(hit.speakers), meeting_date=date.fromisoformat(meeting) if isinstance(meeting, str) else meeting,
+    )  # fmt: skip
+
+
+def search_hits(ctx: ToolContext, query: str, types: list[str], project_ids: tuple[str, ...], top_k: int) -> list[tuple[str, Hit]]:
+    """Hybrid search within the narrowed scope (logged like any search), evidence above the similarity floor only."""
+    from rag.search.service import run_search
+
+    request = SearchRequest(query=query, types=types, project_ids=list(project_ids), top_k=top_k, mode="hybrid")
+    ranked, _ = run_search(ctx.conn, ctx.embedder, ctx.settings, ctx.tenant_id, request)
+    floor = ctx.settings.ask_min_similarity
+    return [(t, hit) for t, hit in ranked if hit.similarity is None or hit.similarity >= floor]
+
+
+def _where(start_turn: int | None, end_turn: int | None, start_char: int, end_char: int) -> str:
+    return f"turns {start_turn}-{end_turn}" if start_turn is not None else f"chars {start_char}-{end_char}"
+
+
+def run_search_tool(ctx: ToolContext, args: SearchArgs) -> ToolResult:
+    hits = search_hits(ctx, args.query, list(args.types), ctx.narrow(args.project_ids), args.top_k)
+    results = []
+    for type_name, hit in hits:
+        n = ctx.citations.add(_passage_of(type_name, hit))
+        fields = {k: v for k, v in (hit.metadata or {}).items() if v not in (None, "", []) and k != "meeting_date"}
+        results.append(
+            {
+                "cite_as": f"[{n}]", "type": type_name, "document_id": hit.document_id, "project_id": hit.project_id,
+                "source": hit.title or hit.source_uri, "meeting_date": (hit.metadata or {}).get("meeting_date"),
+                "where": _where(hit.start_turn, hit.end_turn, hit.start_char, hit.end_char),
+                "speakers": hit.speakers, "similarity": round(hit.similarity, 3) if hit.similarity is not None else None,
+                "quoted_text": ctx.redact(hit.content[:PASSAGE_CHARS]),
+                **({"fields": fields} if type_name != "chunk" and fields else {}),
+            }
+        )  # fmt: skip
+    if not results:
+        return ToolResult({"results": [], "note": "nothing relevant found in the meetings and documents"}, 0)
+    return ToolResult({"results": results}, len(results))
+
+
+def run_context_tool(ctx: ToolContext, args: ContextArgs) -> ToolResult:
+    from rag.embedding.tokens import count_cl100k
+    from rag.search.context import build_context
+
+    hits = search_hits(ctx, args.query, list(args.types), ctx.narrow(args.project_ids), args.top_k)
+    results = [search_result(type_name, hit) for type_name, hit in hits]
+    passages = {id(result): _passage_of(type_name, hit) for result, (type_name, hit) in zip(results, hits)}
+
+    def number(merged: Any) -> int:  # a merged passage spans its own range: that range is what is cited
+        span = {"start_char": merged.start_char, "end_char": merged.end_char,
+                "start_turn": merged.start_turn, "end_turn": merged.end_turn}  # fmt: skip
+        return ctx.citations.add(replace(passages[id(merged.result)], **span))
+
+    text, cited = build_context(results, args.max_tokens, count_cl100k, number=number)
+    if not cited:
+        return ToolResult({"quoted_context": "", "note": "nothing relevant found in the meetings and documents"}, 0)
+    return ToolResult({"quoted_context": ctx.redact(text), "passages": len(cited)}, len(cited))
+
+
+def run_list_projects(ctx: ToolContext, args: NoArgs) -> ToolResult:
+    from rag.store.catalog import list_projects
+
+    rows = [row for row in list_projects(ctx.conn, ctx.tenant_id) if ctx.in_scope(row["id"])]
+    return ToolResult({"projects": rows}, len(rows))
+
+
+def run_recent_meetings(ctx: ToolContext, args: MeetingsArgs) -> ToolResult:
+    from rag.store.catalog import list_meetings
+
+    projects = ctx.narrow([args.project_id] if args.project_id else [])
+    rows = []
+    for project in projects or (None,):
+        rows += list_meetings(ctx.conn, ctx.tenant_id, project, args.limit)
+    rows.sort(key=lambda r: (r["meeting_date"] or date.min), reverse=True)
+    meetings = [
+        {"document_id": r["document_id"], "project_id": r["project_id"], "title": r["title"],
+         "meeting_date": r["meeting_date"], "participants": r["participants"], "source": r["source_uri"]}
+        for r in rows[: args.limit]
+    ]  # fmt: skip
+    return ToolResult({"meetings": meetings}, len(meetings))
+
+
+def run_open_tasks(ctx: ToolContext, args: TasksArgs) -> ToolResult:
+    from rag.search.tasks import list_tasks
+
+    projects = ctx.narrow([args.project_id] if args.project_id else [])
+    rows = []
+    for project in projects or (None,):
+        rows += list_tasks(ctx.conn, ctx.tenant_id, project_id=project, status="open", limit=args.limit)
+    tasks = []
+    for r in rows[: args.limit]:
+        n = ctx.citations.add(
+            Passage(
+                type="task", document_id=r["document_id"], source_uri=r["source_uri"], title=r["source_title"],
+                start_char=r["start_char"], end_char=r["end_char"], start_turn=r["start_turn"], end_turn=r["end_turn"],
+                speakers=tuple(r["speakers"] or ()), meeting_date=r["meeting_date"],
+            )
+        )  # fmt: skip
+        tasks.append(
+            {"cite_as": f"[{n}]", "quoted_description": ctx.redact(r["description"]), "assignee": r["assignee"],
+             "due_date": r["due_date"], "project_id": r["project_id"], "meeting_date": r["meeting_date"]}
+        )  # fmt: skip
+    return ToolResult({"tasks": tasks}, len(tasks))
+
+
+def run_read_document(ctx: ToolContext, args: ReadDocumentArgs) -> ToolResult:
+    row = ctx.conn.execute(
+        """SELECT project_id, source_uri, title, meeting_date, body, turns FROM documents
+           WHERE tenant_id = %s AND id = %s""",
+        (ctx.tenant_id, args.document_id),
+    ).fetchone()
+    if row is None or not ctx.in_scope(row[0]):
+        raise ToolError(f"document {args.document_id} not found")
+    project_id, uri, title, meeting_date, body, turns = row
+    body = body or ""
+    start_turn = end_turn = None
+    speakers: tuple[str, ...] = ()
+    if turns and (args.start_turn is not None or args.end_turn is not None):
+        last = len(turns) - 1
+        start_turn = min(args.start_turn if args.start_turn is not None else 0, last)
+        end_turn = min(max(args.end_turn if args.end_turn is not None else start_turn + 10, start_turn), last)
+        start, end = turns[start_turn][1], turns[end_turn][2]
+        speakers = tuple(dict.fromkeys(t[0] for t in turns[start_turn : end_turn + 1] if t[0]))
+    else:
+        start = min(args.start_char or 0, len(body))
+        end = min(args.end_char if args.end_char is not None else start + PASSAGE_CHARS, len(body), start + PASSAGE_CHARS)
+        end = max(end, start)
+    if end - start > PASSAGE_CHARS:
+        end = start + PASSAGE_CHARS
+    text = body[start:end]
+    if not text:
+        raise ToolError("that range of the document is empty")
+    n = ctx.citations.add(
+        Passage(type="chunk", document_id=args.document_id, source_uri=uri, title=title, start_char=start, end_char=end,
+                start_turn=start_turn, end_turn=end_turn, speakers=speakers, meeting_date=meeting_date)
+    )  # fmt: skip
+    return ToolResult(
+        {"cite_as": f"[{n}]", "source": title or uri, "meeting_date": meeting_date, "where": _where(start_turn, end_turn, start, end),
+         "quoted_text": ctx.redact(text), "document_length": len(body)},
+        1,
+    )  # fmt: skip
+
+
+TOOLS: dict[str, Tool] = {
+    tool.name: tool
+    for tool in (
+        Tool(
+            "search",
+            "Search the meetings and documents of the allowed projects (hybrid semantic + keyword). Returns numbered "
+            "passages with their source; cite a passage as its cite_as number, e.g. [3].",
+            SearchArgs,
+            run_search_tool,
+        ),
+        Tool(
+            "build_context",
+            "Search and return one context of merged, numbered passages within a token budget; cite passages by "
+            "their [n] numbers.",
+            ContextArgs,
+            run_context_tool,
+        ),
+        Tool("list_projects", "List the projects this request may read, with document and meeting counts.", NoArgs,
+             run_list_projects, retrieves=False),  # fmt: skip
+        Tool("recent_meetings", "List the most recent meetings (transcripts), newest first.", MeetingsArgs,
+             run_recent_meetings, retrieves=False),  # fmt: skip
+        Tool("open_tasks", "List open tasks extracted from meetings (assignee, due date), soonest due first; each is "
+             "citable by its cite_as number.", TasksArgs, run_open_tasks),  # fmt: skip
+        Tool(
+            "read_document",
+            "Read a passage of one document: a transcript's turns start_turn..end_turn, or a character range. Use "
+            "the document_id of a search result or a meeting.",
+            ReadDocumentArgs,
+            run_read_document,
+        ),
+    )
+}
+
+
+def tool_schemas() -> dict[str, list[dict[str, Any]]]:
+    """``GET /v1/tools``: every tool in OpenAI's and Anthropic's function-calling forms."""
+    return {"openai": [t.openai() for t in TOOLS.values()], "anthropic": [t.anthropic() for t in TOOLS.values()]}

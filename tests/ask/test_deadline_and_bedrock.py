@@ -1,0 +1,122 @@
+"""The request's time limit (504), and the Bedrock Converse provider through botocore's Stubber."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.api.conftest import call
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class SlowModel:
+    """Answers, but only after the request's whole time has gone."""
+
+    name = "stub/slow"
+
+    def __init__(self, clock: Clock, seconds: float):
+        self.clock, self.seconds, self.timeouts = clock, seconds, []
+
+    def complete(self, system, messages, tools, *, timeout, allow_tools):
+        from rag.ask.providers import ModelTurn
+
+        self.timeouts.append(timeout)
+        self.clock.now += self.seconds
+        return ModelTurn("An answer that came too late.")
+
+
+def test_past_the_requests_time_limit_ask_raises_and_model_calls_get_only_the_time_left():
+    from rag.api.models import AskRequest
+    from rag.ask.answer import AskTimeout, ask
+    from rag.config import Settings
+
+    settings = Settings(ask_timeout_seconds=20, ask_model_timeout_seconds=12)
+    clock = Clock()
+    model = SlowModel(clock, 30)
+
+    with pytest.raises(AskTimeout, match="no answer within 20 s"):
+        ask(None, settings, "acme", AskRequest(question="battery?"), model=model, clock=clock)
+    assert model.timeouts == [12]  # min(model limit, time left minus the extractive reserve of 4 s) = min(12, 16)
+
+
+def test_the_api_answers_504_timeout_when_the_limit_is_exceeded(corpus, monkeypatch):
+    from rag.config import get_settings
+
+    monkeypatch.setenv("RAG_ASK_TIMEOUT_SECONDS", "0.001")
+    get_settings.cache_clear()
+
+    status, body = call("POST", "/v1/ask", {"question": "What did we decide about the battery?"})
+
+    assert status == 504
+    assert body["error"]["code"] == "timeout" and "retry" in body["error"]["message"]
+
+
+def test_bedrock_converse_tool_calls_are_run_and_cited(corpus, database_url, local_embedder):
+    import boto3
+    from botocore.stub import ANY, Stubber
+
+    from rag.api.models import AskRequest
+    from rag.ask.answer import ask
+    from rag.ask.providers import BedrockChat
+    from rag.config import Settings
+    from rag.store.connection import connect
+
+    settings = Settings(llm_provider="bedrock", bedrock_chat_model="anthropic.claude-test")
+    client = boto3.client("bedrock-runtime", region_name="us-east-1")
+    stub = Stubber(client)
+    tool_use = {"toolUseId": "tu-1", "name": "search", "input": {"query": "battery decision", "top_k": 2}}
+    stub.add_response(
+        "converse",
+        {"output": {"message": {"role": "assistant", "content": [{"text": "Searching."}, {"toolUse": tool_use}]}},
+         "stopReason": "tool_use", "usage": {"inputTokens": 120, "outputTokens": 30, "totalTokens": 150},
+         "metrics": {"latencyMs": 10}},
+        {"modelId": "anthropic.claude-test", "system": ANY, "inferenceConfig": ANY,
+         "messages": [{"role": "user", "content": [{"text": "What did we decide about the battery?"}]}],
+         "toolConfig": ANY},
+    )  # fmt: skip
+    stub.add_response(
+        "converse",
+        {"output": {"message": {"role": "assistant", "content": [{"text": "Rechargeable with USB-C [1] [5]."}]}},
+         "stopReason": "end_turn", "usage": {"inputTokens": 900, "outputTokens": 12, "totalTokens": 912},
+         "metrics": {"latencyMs": 10}},
+        {"modelId": "anthropic.claude-test", "system": ANY, "inferenceConfig": ANY, "messages": ANY, "toolConfig": ANY},
+    )  # fmt: skip
+    request = AskRequest(question="What did we decide about the battery?", project_ids=["remote"])
+
+    with stub, connect(database_url) as conn:
+        reply = ask(conn, settings, "acme", request, model=BedrockChat(settings, client=client), embedder=local_embedder)
+        stub.assert_no_pending_responses()
+
+    assert reply["mode"] == "llm" and reply["answer"] == "Rechargeable with USB-C [1]."
+    assert reply["usage"] == {"input_tokens": 1020, "output_tokens": 42}
+    assert [c["n"] for c in reply["citations"]] == [1]
+    assert reply["tool_calls"] == [{"name": "search", "arguments": {"query": "battery decision", "top_k": 2}, "result_count": 2, "error": None}]
+
+
+def test_converse_messages_carry_tool_use_and_results_in_bedrocks_shape():
+    from rag.ask.providers import BedrockChat, ToolCall
+
+    messages = [
+        {"role": "user", "content": "q"},
+        {"role": "assistant", "content": "", "tool_calls": [ToolCall("a", "search", '{"query": "x"}'), ToolCall("b", "list_projects", "{}")]},
+        {"role": "tool", "tool_call_id": "a", "name": "search", "content": json.dumps({"results": []})},
+        {"role": "tool", "tool_call_id": "b", "name": "list_projects", "content": "{}"},
+    ]
+
+    converse = BedrockChat.to_converse(messages)
+
+    assert converse == [
+        {"role": "user", "content": [{"text": "q"}]},
+        {"role": "assistant", "content": [{"toolUse": {"toolUseId": "a", "name": "search", "input": {"query": "x"}}},
+                                          {"toolUse": {"toolUseId": "b", "name": "list_projects", "input": {}}}]},
+        {"role": "user", "content": [{"toolResult": {"toolUseId": "a", "content": [{"text": '{"results": []}'}]}},
+                                     {"toolResult": {"toolUseId": "b", "content": [{"text": "{}"}]}}]},
+    ]  # fmt: skip

@@ -1,0 +1,119 @@
+"""The tools over MCP, driven by the SDK's own client: Streamable HTTP through the local API server, and stdio."""
+
+from __future__ import annotations
+
+import json
+import anyio
+import pytest
+
+
+def mcp_session(url: str, key: str | None, work):
+    """Run ``work(client)`` in an MCP client session on ``url``/mcp with ``key`` as the bearer token."""
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    async def main():
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        async with httpx2.AsyncClient(headers=headers, timeout=60) as http:
+            async with Client(streamable_http_client(f"{url}/mcp", http_client=http)) as client:
+                return await work(client)
+
+    return anyio.run(main)
+
+
+def test_mcp_lists_the_tools_with_their_json_schemas(local_api):
+    from rag.ask.tools import TOOLS
+
+    async def work(client):
+        return await client.list_tools()
+
+    listed = mcp_session(local_api, "k-acme", work)
+
+    assert [t.name for t in listed.tools] == list(TOOLS)
+    search = next(t for t in listed.tools if t.name == "search")
+    assert search.input_schema == TOOLS["search"].schema()
+    assert search.input_schema["required"] == ["query"]
+
+
+@pytest.mark.parametrize(("key", "tenant_document"), [("k-acme", "projects/remote/2026-11-02-battery-review.txt"),
+                                                     ("k-globex", "projects/remote/globex-secret.txt")])  # fmt: skip
+def test_an_mcp_search_returns_the_callers_tenant_only(local_api, corpus, key, tenant_document):
+    async def work(client):
+        return await client.call_tool("search", {"query": "zanzibar budget battery remote", "top_k": 10})
+
+    result = mcp_session(local_api, key, work)
+
+    assert result.is_error is False
+    data = json.loads(result.content[0].text)
+    assert data == result.structured_content
+    documents = {r["document_id"] for r in data["results"]}
+    assert corpus[tenant_document] in documents
+    others = {v for k, v in corpus.items() if ("globex" in k) != (key == "k-globex")}
+    assert documents.isdisjoint(others)
+    assert [r["cite_as"] for r in data["results"]] == [f"[{i}]" for i in range(1, len(data["results"]) + 1)]
+
+
+def test_an_mcp_call_with_bad_arguments_is_a_tool_error(local_api):
+    async def work(client):
+        return await client.call_tool("search", {"query": "", "top_k": 500})
+
+    result = mcp_session(local_api, "k-acme", work)
+
+    assert result.is_error is True
+    assert "invalid arguments" in result.content[0].text and "top_k" in result.content[0].text
+
+
+def test_mcp_without_credentials_is_401(local_api):
+    import urllib.error
+    import urllib.request
+
+    request = urllib.request.Request(f"{local_api}/mcp", data=b'{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}',
+                                     headers={"Content-Type": "application/json"}, method="POST")  # fmt: skip
+    with pytest.raises(urllib.error.HTTPError) as error:
+        urllib.request.urlopen(request, timeout=30)
+    assert error.value.code == 401
+
+
+def test_get_v1_tools_gives_openai_and_anthropic_forms(corpus):
+    from rag.ask.tools import TOOLS
+    from tests.api.conftest import call
+
+    status, body = call("GET", "/v1/tools")
+
+    assert status == 200
+    assert [t["function"]["name"] for t in body["openai"]] == list(TOOLS)
+    assert [t["name"] for t in body["anthropic"]] == list(TOOLS)
+    search_openai, search_anthropic = body["openai"][0], body["anthropic"][0]
+    assert search_openai["type"] == "function"
+    assert search_openai["function"]["parameters"] == search_anthropic["input_schema"] == TOOLS["search"].schema()
+    assert search_anthropic["input_schema"]["properties"]["top_k"] == {
+        "default": 6, "description": "how many results", "maximum": 20, "minimum": 1, "type": "integer"
+    }  # fmt: skip
+
+
+def test_rag_mcp_serves_the_tools_over_stdio_as_the_keys_tenant(corpus, database_url):
+    import os
+    import sys
+
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters
+
+    env = {**os.environ, "DATABASE_URL": database_url, "RAG_API_KEYS": "k-acme=acme,k-globex=globex", "HF_HUB_OFFLINE": "1"}
+    params = StdioServerParameters(command=sys.executable, args=["-m", "rag_local.cli", "mcp", "--api-key", "k-globex"], env=env)
+
+    async def main():
+        async with Client(params) as client:
+            tools = await client.list_tools()
+            projects = await client.call_tool("list_projects", {})
+            found = await client.call_tool("search", {"query": "zanzibar budget", "top_k": 5})
+            return tools, projects, found
+
+    tools, projects, found = anyio.run(main)
+
+    assert len(tools.tools) == 6
+    assert projects.structured_content == {
+        "projects": [{"id": "remote", "document_count": 1, "chunk_count": 1, "meeting_count": 1,
+                      "last_activity": projects.structured_content["projects"][0]["last_activity"]}]
+    }  # fmt: skip
+    assert {r["document_id"] for r in found.structured_content["results"]} == {corpus["projects/remote/globex-secret.txt"]}
