@@ -29,7 +29,7 @@ def run_backfill(
     """Each stage in order: batches through its handler until done (or one batch, or ``limit`` documents)."""
     from tqdm import tqdm
 
-    from rag.backfill.documents import count_remaining
+    from rag.store.backfill_queue import count_remaining
     from rag.store.connection import connect, resolve_database_url
     from rag_local.state_machine import stage_handlers
 

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from rag.backfill.documents import MAX_ATTEMPTS, claim_batch, count_remaining, reset_attempts
+from rag.backfill.documents import claim_batch, reset_attempts
+from rag.store.backfill_queue import MAX_ATTEMPTS, count_remaining
 from rag.backfill.errors import TransientError
 from rag.backfill.runner import run_stage
 from rag.backfill.segment import SegmentStage

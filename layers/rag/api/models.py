@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from datetime import date, datetime
-from typing import Annotated, Any, Literal, get_args
+from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args
 from uuid import UUID
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+
+if TYPE_CHECKING:
+    from rag.search.service import SearchQuery
 
 SearchType = Literal["chunk", "segment", "decision", "risk", "opportunity", "task"]
 ALL_TYPES: tuple[SearchType, ...] = get_args(SearchType)
@@ -96,6 +99,18 @@ class SearchRequest(Strict):
     @classmethod
     def _not_blank(cls, value: str) -> str:
         return non_blank(value, "query")
+
+    def search_query(self) -> SearchQuery:
+        """The search layer's form of this request (``rag.search.service``)."""
+        from rag.search.service import SearchQuery
+
+        filters = self.filters or SearchFilters()
+        return SearchQuery(
+            query=self.query, types=tuple(self.types), mode=self.mode, top_k=self.top_k, threshold=self.threshold,
+            project_ids=tuple(self.project_ids), document_ids=tuple(str(d) for d in self.document_ids),
+            date_from=filters.date_from, date_to=filters.date_to, speakers=tuple(filters.speakers),
+            source_prefix=filters.source_prefix,
+        )  # fmt: skip
 
     @field_validator("types")
     @classmethod

@@ -185,7 +185,7 @@ def search_hits(ctx: ToolContext, query: str, types: list[str], project_ids: tup
     from rag.search.service import run_search
 
     request = SearchRequest(query=query, types=types, project_ids=list(project_ids), top_k=top_k, mode="hybrid")
-    ranked, _ = run_search(ctx.conn, ctx.embedder, ctx.settings, ctx.tenant_id, request)
+    ranked, _ = run_search(ctx.conn, ctx.embedder, ctx.settings, ctx.tenant_id, request.search_query())
     floor = ctx.settings.ask_min_similarity
     return [(t, hit) for t, hit in ranked if hit.similarity is None or hit.similarity >= floor]
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
-from rag.backfill.documents import ClaimedDocument, StageName, claim_batch, count_remaining, mark_advanced, record_error
+from rag.backfill.documents import ClaimedDocument, claim_batch, mark_advanced, record_error
+from rag.store.backfill_queue import StageName, count_remaining
 from rag.backfill.progress import StageResult
 from rag.errors import TransientError, is_transient
 

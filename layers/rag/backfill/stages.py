@@ -2,20 +2,17 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, get_args
+from typing import TYPE_CHECKING
 
-from rag.backfill.documents import StageName
 from rag.backfill.progress import StageResult
 from rag.backfill.runner import OnDocument, Stage, run_stage
+from rag.store.backfill_queue import STAGES, StageName
 
 if TYPE_CHECKING:
     import psycopg
 
     from rag.config import Settings
     from rag.embedding.base import Embedder
-
-STAGES: tuple[StageName, ...] = get_args(StageName)
-
 
 def build_stage(name: str, settings: Settings, embedder: Embedder | None = None) -> Stage:
     if name not in STAGES:

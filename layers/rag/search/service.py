@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
+from datetime import date
 from typing import TYPE_CHECKING, Any
 
-from rag.search.engine import FusionWeights, Hit, ScopeSizeCache, SearchScope, search_types
+from rag.search.engine import FusionWeights, Hit, Mode, ScopeSizeCache, SearchScope, search_types
 from rag.search.fusion import merge_types
 from rag.search.query_cache import QueryEmbeddingCache
 from rag.search.query_log import PendingQueryLog
@@ -17,7 +19,6 @@ from rag.search.types import SEARCHABLE_TYPES
 if TYPE_CHECKING:
     import psycopg
 
-    from rag.api.models import SearchRequest
     from rag.config import Settings
     from rag.embedding.base import Embedder
 
@@ -26,28 +27,47 @@ _scope_sizes = ScopeSizeCache()
 pending_log = PendingQueryLog()
 
 
-def scope_of(tenant_id: str, request: SearchRequest) -> SearchScope:
-    filters = request.filters
-    return SearchScope(
-        tenant_id=tenant_id,
-        project_ids=tuple(request.project_ids),
-        document_ids=tuple(str(d) for d in request.document_ids),
-        date_from=filters.date_from if filters else None,
-        date_to=filters.date_to if filters else None,
-        speakers=tuple(filters.speakers) if filters else (),
-        source_prefix=filters.source_prefix if filters else None,
-    )
+@dataclass(frozen=True)
+class SearchQuery:
+    """One search as the search layer takes it: already validated by its caller (the API's ``SearchRequest``)."""
+
+    query: str
+    types: tuple[str, ...] = ("chunk",)
+    mode: Mode = "hybrid"
+    top_k: int = 10
+    threshold: float = 0.0
+    project_ids: tuple[str, ...] = ()
+    document_ids: tuple[str, ...] = ()
+    date_from: date | None = None
+    date_to: date | None = None
+    speakers: tuple[str, ...] = ()
+    source_prefix: str | None = None
+
+    def scope(self, tenant_id: str) -> SearchScope:
+        return SearchScope(
+            tenant_id=tenant_id, project_ids=self.project_ids, document_ids=self.document_ids, date_from=self.date_from,
+            date_to=self.date_to, speakers=self.speakers, source_prefix=self.source_prefix,
+        )  # fmt: skip
+
+    def logged_filters(self) -> dict[str, Any]:
+        """The scope as the query log keeps it (JSON)."""
+        return {
+            "project_ids": list(self.project_ids), "document_ids": list(self.document_ids),
+            "date_from": self.date_from.isoformat() if self.date_from else None,
+            "date_to": self.date_to.isoformat() if self.date_to else None,
+            "speakers": list(self.speakers), "source_prefix": self.source_prefix,
+        }  # fmt: skip
 
 
 def run_search(
-    conn: psycopg.Connection, embedder: Embedder, settings: Settings, tenant_id: str, request: SearchRequest
+    conn: psycopg.Connection, embedder: Embedder, settings: Settings, tenant_id: str, request: SearchQuery
 ) -> tuple[list[tuple[str, Hit]], float]:
     """(type, hit) pairs best first, and the time taken in ms; every search is logged."""
     started = time.perf_counter()
     _cache.ttl_minutes = settings.query_cache_minutes
     text = search_text(request.query)
     vector = None if request.mode == "keyword" else _cache.vector(conn, embedder, text)
-    scope = scope_of(tenant_id, request)
+    scope = request.scope(tenant_id)
     fusion = FusionWeights(
         settings.rrf_k, settings.rrf_semantic_weight, settings.rrf_keyword_weight, settings.fusion,
         settings.fusion_semantic_share,
@@ -77,18 +97,13 @@ def run_search(
 
 
 def log_query(
-    conn: psycopg.Connection, tenant_id: str, request: SearchRequest, hits: list[Hit], took_ms: float,
+    conn: psycopg.Connection, tenant_id: str, request: SearchQuery, hits: list[Hit], took_ms: float,
     flush_seconds: float = 0.0,
 ) -> None:  # fmt: skip
     """Queue the search's row (``rag.search.query_log``); written now if nothing was for ``flush_seconds``."""
     similarities = [h.similarity for h in hits if h.similarity is not None]
-    filters: dict[str, Any] = {
-        "project_ids": request.project_ids,
-        "document_ids": [str(d) for d in request.document_ids],
-        **(request.filters.model_dump(mode="json") if request.filters else {}),
-    }
     pending_log.add(
-        tenant_id, request.query, request.mode, list(request.types), filters, len(hits),
+        tenant_id, request.query, request.mode, list(request.types), request.logged_filters(), len(hits),
         max(similarities) if similarities else None,
         sum(similarities) / len(similarities) if similarities else None, took_ms,
     )  # fmt: skip

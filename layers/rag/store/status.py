@@ -42,8 +42,7 @@ class PipelineStatus:
 
 def pipeline_status(conn: psycopg.Connection, *, model_id: str | None = None, max_failures: int = 50) -> PipelineStatus:
     """Everything `rag status` shows; ``model_id`` (the configured embedding model) enables the stage counts."""
-    from rag.backfill.documents import MAX_ATTEMPTS, count_remaining
-    from rag.backfill.stages import STAGES
+    from rag.store.backfill_queue import MAX_ATTEMPTS, STAGES, count_remaining
 
     status = PipelineStatus()
     for project, state, count in conn.execute(

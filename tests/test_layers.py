@@ -1,0 +1,84 @@
+"""Imports point downward: interface -> answers -> contract -> services -> store -> base.
+
+A module may import modules of its own layer and of the layers below, never above (checked
+on the source, TYPE_CHECKING and function-level imports included: a lazy import is still a
+dependency). The three services (search, ingest, backfill) do not import each other, and the
+library never imports the local tools (rag_local) or the handlers.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+LIBRARY = Path(__file__).resolve().parents[1] / "layers"
+
+# Lowest first; a module belongs to the layer of the longest prefix that names it.
+LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("base", ("rag", "rag.config", "rag.errors", "rag.aws", "rag.index_text", "rag.parsing", "rag.chunking",
+              "rag.embedding", "rag.events", "rag.queue_retry", "rag.llm", "rag.knowledge")),
+    ("store", ("rag.store",)),
+    ("services", ("rag.search", "rag.ingest", "rag.backfill")),
+    ("contract", ("rag.api.models", "rag.api.identity")),
+    ("answers", ("rag.ask",)),
+    ("interface", ("rag.api", "rag.api.routes")),
+)  # fmt: skip
+SERVICES = ("rag.search", "rag.ingest", "rag.backfill")
+
+
+def layer_of(module: str) -> int:
+    best, rank = "", -1
+    for index, (_, prefixes) in enumerate(LAYERS):
+        for prefix in prefixes:
+            if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > len(best):
+                best, rank = prefix, index
+    assert rank >= 0, f"{module} is in no layer: add it to LAYERS"
+    return rank
+
+
+def service_of(module: str) -> str | None:
+    return next((s for s in SERVICES if module == s or module.startswith(s + ".")), None)
+
+
+def imports() -> list[tuple[str, str, int]]:
+    """(importing module, imported module, line) for every import of the library's own modules."""
+    found = []
+    for path in sorted(LIBRARY.rglob("*.py")):
+        parts = path.relative_to(LIBRARY).with_suffix("").parts
+        module = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            else:
+                continue
+            found += [(module, name, node.lineno) for name in names if name.split(".")[0] in ("rag", "rag_local", "functions")]
+    return found
+
+
+def test_imports_point_downward():
+    upward = [
+        f"{module}:{line} imports {name} ({LAYERS[layer_of(module)][0]} -> {LAYERS[layer_of(name)][0]})"
+        for module, name, line in imports()
+        if name.startswith("rag.") and layer_of(name) > layer_of(module)
+    ]
+    assert upward == []
+
+
+def test_the_services_do_not_import_each_other_and_the_library_never_imports_local_code():
+    crossing = [
+        f"{module}:{line} imports {name}"
+        for module, name, line in imports()
+        if (service_of(module) and service_of(name) and service_of(module) != service_of(name))
+        or not name.startswith("rag")
+        or name.split(".")[0] == "rag_local"
+    ]
+    assert crossing == []
+
+
+def test_the_check_sees_what_it_checks():
+    found = imports()
+    assert len(found) > 100
+    assert ("rag.api.routes", "rag.search.service", next(l for m, n, l in found if (m, n) == ("rag.api.routes", "rag.search.service"))) in found
+    assert layer_of("rag.store.documents") < layer_of("rag.search.engine") < layer_of("rag.api.models") < layer_of("rag.ask.tools")
