@@ -101,15 +101,15 @@ def changes_from_event(event: dict[str, Any]) -> list[ObjectChange]:
                 action = None  # restores, replication, lifecycle transitions: nothing to do
             if action is None:
                 continue
-            obj = record.s3.get_object
+            s3_object = record.s3.get_object
             changes.append(
                 ObjectChange(
                     action=action,
                     bucket=record.s3.bucket.name,
-                    key=unquote_plus(obj.key),  # S3 notifications URL-encode keys
-                    version_id=obj.get("versionId"),
-                    etag=obj.get("eTag"),
-                    sequencer=obj.get("sequencer"),
+                    key=unquote_plus(s3_object.key),  # S3 notifications URL-encode keys
+                    version_id=s3_object.get("versionId"),
+                    etag=s3_object.get("eTag"),
+                    sequencer=s3_object.get("sequencer"),
                 )
             )
         return changes

@@ -8,7 +8,7 @@ Manager or ``OPENAI_API_KEY``, ``OPENAI_BASE_URL``); the SDK retries 429 and 5xx
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from pydantic import BaseModel
 
@@ -55,7 +55,7 @@ def structured_completion(settings: Settings, *, system: str, user: str, respons
         raise LLMOutputError(f"LLM {settings.llm_model} refused: {message.refusal}")
     if message.parsed is None:
         raise LLMOutputError(f"LLM {settings.llm_model} returned no {response_model.__name__}")
-    return message.parsed
+    return cast(Response, message.parsed)
 
 
 def numbered_units(lines: list[str], first_index: int = 0, max_chars: int = 1500) -> str:

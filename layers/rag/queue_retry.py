@@ -22,7 +22,7 @@ MAX_RETRY_SECONDS = 15 * 60
 
 def retry_delay_seconds(receive_count: int) -> int:
     """How long to hide a message that failed on its ``receive_count``-th receive (1, 2, ...)."""
-    return min(MAX_RETRY_SECONDS, FIRST_RETRY_SECONDS * 2 ** max(0, receive_count - 1))
+    return int(min(MAX_RETRY_SECONDS, FIRST_RETRY_SECONDS * 2 ** max(0, receive_count - 1)))
 
 
 def queue_url(sqs: Any, queue_arn: str) -> str:

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from rag.api.models import MAX_QUERY_CHARS
 from rag.ask.citations import Passage
@@ -37,7 +38,7 @@ class Sentence:
     hit_rank: int
 
 
-def _turn_at(turns: list | None, offset: int) -> int | None:
+def _turn_at(turns: list[Any] | None, offset: int) -> int | None:
     if not turns:
         return None
     for i, turn in enumerate(turns):
@@ -46,7 +47,7 @@ def _turn_at(turns: list | None, offset: int) -> int | None:
     return None
 
 
-def sentences_of(type_name: str, hit: Hit, rank: int, turns: list | None) -> list[Sentence]:
+def sentences_of(type_name: str, hit: Hit, rank: int, turns: list[Any] | None) -> list[Sentence]:
     """The sentences of a hit, each with its own character range (and turn, for transcripts)."""
     base = _passage_of(type_name, hit)
     if type_name != "chunk":  # an extracted item or a summary: cited whole, as one sentence
@@ -85,7 +86,7 @@ def extractive_answer(ctx: ToolContext, question: str) -> tuple[str, int]:
     if not hits:
         return NOT_FOUND, 0
     documents = list({hit.document_id for _, hit in hits})
-    turns = dict(
+    turns: dict[str, list[Any] | None] = dict(
         ctx.conn.execute(
             "SELECT id::text, turns FROM documents WHERE tenant_id = %s AND id = ANY(%s::uuid[])", (ctx.tenant_id, documents)
         ).fetchall()
@@ -97,8 +98,10 @@ def extractive_answer(ctx: ToolContext, question: str) -> tuple[str, int]:
     from rag.search.query_text import search_text
 
     vectors = ctx.embedder.embed([search_text(query) or query] + [s.text for s in candidates])
-    query, sentence_vectors = vectors[0], vectors[1:]
-    scores = [sum(a * b for a, b in zip(query, v)) / ((_norm(query) * _norm(v)) or 1.0) for v in sentence_vectors]
+    query_vector, sentence_vectors = vectors[0], vectors[1:]
+    scores = [
+        sum(a * b for a, b in zip(query_vector, v)) / ((_norm(query_vector) * _norm(v)) or 1.0) for v in sentence_vectors
+    ]
     order = sorted(range(len(candidates)), key=lambda i: (-scores[i], candidates[i].hit_rank))
     chosen: list[int] = []
     per_hit: dict[int, int] = {}
@@ -119,11 +122,11 @@ def extractive_answer(ctx: ToolContext, question: str) -> tuple[str, int]:
         sentence = candidates[i]
         n = ctx.citations.add(sentence.passage)
         who = sentence.speaker or (sentence.passage.type.capitalize() if sentence.passage.type != "chunk" else None)
-        when = f", {sentence.passage.meeting_date.isoformat()}" if sentence.passage.meeting_date else ""
-        label = f"{who}{when}: " if who else (f"{sentence.passage.meeting_date.isoformat()}: " if when else "")
+        day = sentence.passage.meeting_date.isoformat() if sentence.passage.meeting_date else None
+        label = f"{who}{', ' + day if day else ''}: " if who else (f"{day}: " if day else "")
         lines.append(f"- {label}\"{ctx.redact(sentence.text)}\" [{n}]")
     return "The most relevant passages:\n" + "\n".join(lines), len(hits)
 
 
-def _norm(vector: list[float]) -> float:
-    return sum(x * x for x in vector) ** 0.5
+def _norm(vector: Sequence[float]) -> float:
+    return float(sum(x * x for x in vector) ** 0.5)

@@ -14,7 +14,7 @@ is imported only here, so the query Lambda's other routes never load it.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, MutableMapping
 from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -88,7 +88,7 @@ def handle_http(
             await done.wait()  # the client stays connected until the response is sent
             return {"type": "http.disconnect"}
 
-        async def send(message: dict[str, Any]) -> None:
+        async def send(message: MutableMapping[str, Any]) -> None:
             if message["type"] == "http.response.start":
                 response["status"] = message["status"]
                 response["headers"] = {k.decode("latin-1"): v.decode("latin-1") for k, v in message.get("headers", [])}

@@ -77,9 +77,9 @@ class OpenAIChat:
         wire: list[dict[str, Any]] = [{"role": "system", "content": system}]
         for message in messages:
             if message.get("tool_calls"):
-                calls = [{"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
-                         for c in message["tool_calls"]]  # fmt: skip
-                wire.append({"role": "assistant", "content": message.get("content") or None, "tool_calls": calls})
+                wire_calls = [{"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+                              for c in message["tool_calls"]]  # fmt: skip
+                wire.append({"role": "assistant", "content": message.get("content") or None, "tool_calls": wire_calls})
             elif message["role"] == "tool":
                 wire.append({"role": "tool", "tool_call_id": message["tool_call_id"], "content": message["content"]})
             else:
@@ -97,7 +97,7 @@ class OpenAIChat:
         if not completion.choices:
             raise MalformedOutput(f"{self.name} returned no choice")
         message = completion.choices[0].message
-        calls = []
+        calls: list[ToolCall] = []
         for call in message.tool_calls or []:
             function = getattr(call, "function", None)
             if function is None:

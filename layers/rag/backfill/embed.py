@@ -15,6 +15,7 @@ a document answers the new model's searches once this stage has moved it.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from rag.backfill.documents import ClaimedDocument
@@ -22,13 +23,14 @@ from rag.backfill.texttiling import weighted_mean
 from rag.chunking import pack_lines
 
 if TYPE_CHECKING:
+    from rag.store.backfill_queue import StageName
     import psycopg
 
     from rag.embedding.base import Embedder
 
 
 class EmbedStage:
-    name = "embed"
+    name: StageName = "embed"
 
     def __init__(self, embedder: Embedder):
         self.embedder = embedder
@@ -75,7 +77,7 @@ def unit(vector: list[float]) -> list[float]:
 
 
 def set_vectors(
-    conn: psycopg.Connection, table: str, document: ClaimedDocument, ids: list[int], vectors: list, model: str
+    conn: psycopg.Connection, table: str, document: ClaimedDocument, ids: list[int], vectors: Sequence[Sequence[float]], model: str
 ) -> None:
     """One UPDATE for all rows of ``table`` (ids and vectors as arrays)."""
     if not ids:

@@ -24,13 +24,14 @@ from rag.backfill.text import clip
 from rag.backfill.units import Unit, segment_units
 
 if TYPE_CHECKING:
+    from rag.store.backfill_queue import StageName
     import psycopg
 
     from rag.config import Settings
 
 
 class ExtractStage(ModelStage):
-    name = "extract"
+    name: StageName = "extract"
 
     def process(self, conn: psycopg.Connection, document: ClaimedDocument) -> None:
         items: list[KnowledgeItem] = []
@@ -105,8 +106,8 @@ def extract_with_llm(
     from rag.llm import numbered_units, structured_completion
 
     # Transcripts are numbered by turn (the model sees whole turns), documents by sentence.
-    by_turn = document.turns and segment.start_turn is not None
-    if by_turn:
+    by_turn = bool(document.turns) and segment.start_turn is not None and segment.end_turn is not None
+    if by_turn and segment.start_turn is not None and segment.end_turn is not None:
         lines = {t.index: f"{t.speaker}: {t.text}" for t in document.turns[segment.start_turn : segment.end_turn + 1]}
     else:
         lines = dict(enumerate(u.text for u in units))

@@ -27,6 +27,7 @@ from rag.backfill.text import central_sentences, clip, keyword_titles, sentences
 from rag.backfill.texttiling import boundaries
 
 if TYPE_CHECKING:
+    from rag.store.backfill_queue import StageName
     import psycopg
 
     from rag.config import Settings
@@ -38,7 +39,7 @@ LLM_WINDOW_TURNS = 400  # turns per LLM call; longer meetings are segmented wind
 
 
 class SegmentStage(ModelStage):
-    name = "segment"
+    name: StageName = "segment"
 
     def process(self, conn: psycopg.Connection, document: ClaimedDocument) -> None:
         repository.replace_segments(conn, document, self.segments(document))

@@ -62,7 +62,7 @@ class BedrockEmbedder:
         except (ClientError, BotoCoreError) as exc:
             refused = isinstance(exc, ClientError) and exc.response.get("Error", {}).get("Code") == "ValidationException"
             raise EmbeddingError(f"Bedrock {self.model} failed after retries: {exc}", transient=not refused) from exc
-        return json.loads(response["body"].read())["embedding"]
+        return [float(x) for x in json.loads(response["body"].read())["embedding"]]
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         if len(texts) <= 1:

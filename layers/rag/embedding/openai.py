@@ -38,8 +38,8 @@ def openai_api_key(settings: Settings) -> str:
         client = boto3.client("secretsmanager", region_name=settings.aws_region, endpoint_url=settings.aws_endpoint_url)
         secret = client.get_secret_value(SecretId=settings.openai_api_key_secret)["SecretString"]
         if secret.lstrip().startswith("{"):
-            return json.loads(secret)["api_key"]
-        return secret.strip()
+            return str(json.loads(secret)["api_key"])
+        return str(secret).strip()
     key = os.environ.get("OPENAI_API_KEY")
     if not key:
         raise EmbeddingError("OpenAI needs OPENAI_API_KEY (locally) or RAG_OPENAI_API_KEY_SECRET (AWS)")

@@ -58,5 +58,5 @@ def parse_markdown(text: str, name: str) -> ParsedDocument:
         path.append((level, title))
         end = found[i + 1][0] if i + 1 < len(found) else len(text)
         sections.append(Section(tuple(t for _, t in path), offset, end))
-    title = next((t for _, level, t in found if level == 1), None)
-    return ParsedDocument(kind="document", format="markdown", text=text, sections=sections, title=title)
+    first_title = next((t for _, level, t in found if level == 1), None)
+    return ParsedDocument(kind="document", format="markdown", text=text, sections=sections, title=first_title)
