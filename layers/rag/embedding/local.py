@@ -36,7 +36,8 @@ class LocalEmbedder:
         self.max_input_tokens = model.max_sequence_tokens - 2
         self.model_id = f"local/{model.name}"
         self.batch_size = settings.embedding_batch_size
-        self.cache_dir = Path(settings.model_cache_dir)
+        # Resolved here, not in Settings: a Lambda builds Settings and may have no home directory.
+        self.cache_dir = settings.model_cache_dir or Path.home() / ".cache" / "rag-models"
 
     @cached_property
     def _model_path(self) -> str:
