@@ -22,9 +22,6 @@ from rag.embedding.local_models import local_model
 if TYPE_CHECKING:
     from rag.config import Settings
 
-# all-MiniLM-L6-v2 truncates at 256 word pieces, [CLS] and [SEP] included.
-MAX_SEQUENCE_TOKENS = 256
-
 
 class LocalEmbedder:
     def __init__(self, settings: Settings):
@@ -33,7 +30,7 @@ class LocalEmbedder:
             raise ValueError(f"{model.name} has {model.dimension} dimensions, not {settings.resolved_embedding_dimension}")
         self.spec = model
         self.dimension = model.dimension
-        self.max_input_tokens = model.max_sequence_tokens - 2
+        self.max_input_tokens = model.max_sequence_tokens - 2  # the model's limit counts [CLS] and [SEP]
         self.model_id = f"local/{model.name}"
         self.batch_size = settings.embedding_batch_size
         # Resolved here, not in Settings: a Lambda builds Settings and may have no home directory.
