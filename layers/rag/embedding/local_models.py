@@ -7,7 +7,7 @@ is listed: weights, architecture, tokenizer, pooling. A model whose weights have
 upstream checksum (a re-quantization, for instance) has no entry and cannot be loaded.
 
 Provenance of the values (the hub is unreachable from the build machines): each is the
-upstream file's SHA-256 at the pinned revision as recorded, identically, in several
+upstream file's SHA-256 at the pinned revision as recorded, identically, in at least two
 independent public repositories' pin files; the installed files were hashed and compared
 on 2026-11-24 (docs/retrieval-experiments.md, "Offline models").
 """
