@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 CHECKOV_VENV := .local/checkov
 CHECKOV_STAMP := $(CHECKOV_VENV)/.installed
 
-.PHONY: demo test down venv lock clean mpnet
+.PHONY: demo test check lint down venv lock clean mpnet
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -34,8 +34,18 @@ demo: $(STAMP)
 	$(BIN)/rag search "what did we decide about the battery?" --project demo
 	$(BIN)/rag ask "who will update the enclosure drawings, and by when?" --project demo
 
-test: $(STAMP) $(CHECKOV_STAMP)
+# Lint (ruff), formatting and types (mypy --strict on layers/rag), then the whole suite.
+test: lint $(CHECKOV_STAMP)
 	$(BIN)/python -m pytest
+
+# The edit-test loop: lint, types and the tests not marked slow.
+check: lint
+	$(BIN)/python -m pytest -m "not slow" -q
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 
 down:
 	@if [ -x $(BIN)/rag ]; then $(BIN)/rag down; fi

@@ -129,7 +129,7 @@ def main() -> int:
                 print(f"{'filter':>8} {'p50 ms':>8} {'p95 ms':>8} {'recall@10':>10}")
                 for label, projects in filters:
                     latencies, recalls = [], []
-                    for i, q in enumerate(queries):
+                    for i in range(len(queries)):
                         body = {"query": f"q{i}", "mode": "semantic", "top_k": 10, "project_ids": projects}
                         event = http_api_event("POST", "/v1/search", {"Content-Type": "application/json"}, json.dumps(body).encode(), "bench", "k")
                         t0 = time.perf_counter()

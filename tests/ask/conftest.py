@@ -8,7 +8,7 @@ from tests.api.conftest import corpus, knowledge  # noqa: F401 - fixtures shared
 
 
 @pytest.fixture
-def local_api(corpus, monkeypatch):
+def local_api(corpus, monkeypatch):  # noqa: F811 - the imported fixture, requested by name
     """The local API server (the real query handler) on a free port; keys k-acme and k-globex. Yields its URL."""
     from rag.config import get_settings
     from rag_local.api_server import make_server

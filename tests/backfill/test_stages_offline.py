@@ -128,7 +128,7 @@ def test_rules_extract_the_decisions_risks_opportunities_and_tasks_of_the_meetin
         (22, "Marco", None),  # "Marco, please prepare the demo script"
     ]
     assert {t[-1] for t in tasks} == {"open"}
-    for description, start_turn, end_turn, start_char, end_char, speakers, evidence, *_ in decisions + risks + tasks:
+    for _, start_turn, end_turn, start_char, end_char, speakers, evidence, *_ in decisions + risks + tasks:
         assert body[start_char:end_char] == evidence  # exact source position of the words
         assert start_turn == end_turn and len(speakers) == 1
     vectors = db.execute("SELECT count(*) FROM tasks WHERE document_id = %s AND embedding_model = %s", (doc, local_embedder.model_id)).fetchone()

@@ -57,7 +57,7 @@ class ApiError(Exception):
         self.status, self.code, self.message = status, code, message
 
 
-def error_response(status: int, code: str, message: str) -> Response:
+def error_response(status: int, code: str, message: str) -> Response[str]:
     return Response(
         status_code=status,
         content_type=content_types.APPLICATION_JSON,
@@ -66,17 +66,17 @@ def error_response(status: int, code: str, message: str) -> Response:
 
 
 @app.exception_handler(ApiError)
-def _api_error(exc: ApiError) -> Response:
+def _api_error(exc: ApiError) -> Response[str]:
     return error_response(exc.status, exc.code, exc.message)
 
 
 @app.exception_handler(Unauthenticated)
-def _unauthenticated(exc: Unauthenticated) -> Response:
+def _unauthenticated(exc: Unauthenticated) -> Response[str]:
     return error_response(401, "unauthenticated", str(exc))
 
 
 @app.exception_handler(RequestValidationError)
-def _invalid(exc: RequestValidationError) -> Response:
+def _invalid(exc: RequestValidationError) -> Response[str]:
     errors = exc.errors()
     if any(e.get("type") == "json_invalid" for e in errors):
         return error_response(400, "invalid_json", "the request body is not valid JSON")
@@ -88,12 +88,12 @@ def _invalid(exc: RequestValidationError) -> Response:
 
 
 @app.exception_handler(RequestUnsupportedContentType)
-def _unsupported_content_type(exc: RequestUnsupportedContentType) -> Response:
+def _unsupported_content_type(exc: RequestUnsupportedContentType) -> Response[str]:
     return error_response(400, "unsupported_content_type", "send the body as JSON with Content-Type: application/json")
 
 
 @app.not_found
-def _not_found(exc: Exception) -> Response:
+def _not_found(exc: Exception) -> Response[str]:
     return error_response(404, "not_found", f"no route {app.current_event.http_method} {app.current_event.path}")
 
 
@@ -132,17 +132,17 @@ def _conn() -> psycopg.Connection:
 
 
 @app.exception_handler(psycopg.errors.QueryCanceled)
-def _timed_out(exc: psycopg.errors.QueryCanceled) -> Response:
+def _timed_out(exc: psycopg.errors.QueryCanceled) -> Response[str]:
     return error_response(504, "timeout", "the search took longer than its time limit; narrow the query or its scope")
 
 
 @app.exception_handler(psycopg.OperationalError)
-def _database_unavailable(exc: psycopg.OperationalError) -> Response:
+def _database_unavailable(exc: psycopg.OperationalError) -> Response[str]:
     return error_response(503, "database_unavailable", "the database cannot be reached; retry in a few seconds")
 
 
 @app.exception_handler(PoolTimeout)
-def _no_connection(exc: PoolTimeout) -> Response:
+def _no_connection(exc: PoolTimeout) -> Response[str]:
     return error_response(503, "database_unavailable", "no database connection became free in time; retry")
 
 
@@ -261,7 +261,7 @@ def tools() -> dict[str, Any]:
 
 
 @app.route("/mcp", method=["POST", "GET", "DELETE"], include_in_schema=False)
-def mcp():  # noqa: ANN201 - a raw Response: the MCP SDK writes the body
+def mcp() -> Response[str]:  # a raw Response: the MCP SDK writes the body
     """MCP over Streamable HTTP (stateless, JSON responses): the tools of /v1/ask as the caller's tenant."""
     import base64
     from contextlib import nullcontext
@@ -282,7 +282,7 @@ def mcp():  # noqa: ANN201 - a raw Response: the MCP SDK writes the body
 
 
 @app.get("/v1/openapi.json", summary="This API's OpenAPI document", tags=["meta"], include_in_schema=False)
-def openapi():  # noqa: ANN201 - a raw Response, not a model
+def openapi() -> Response[str]:  # a raw Response, not a model
     return Response(status_code=200, content_type=content_types.APPLICATION_JSON, body=openapi_json())
 
 
