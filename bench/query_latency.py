@@ -8,7 +8,9 @@ chunks, "p10" 10%, the rest the other 89%; a filter on all projects is 100%. For
 each selectivity, --queries searches run through the query Lambda handler (API
 Gateway v2 events, semantic mode, top_k 10, query vectors precomputed and cached so
 the embedding time is not in the latency; it is reported separately for the local
-model), and recall@10 compares the results with an exact (sequential) scan.
+model), then through ``run_search`` alone (the SQL path: scope, statement, results, query
+log), then as a bare pgvector query on a bare table of the same rows in the same database
+(the baseline); recall@10 compares the results with an exact (sequential) scan.
 """
 
 from __future__ import annotations
@@ -19,13 +21,14 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import bench_database  # noqa: E402
 from write_path import TEXT, clustered_vectors, unit_vectors  # noqa: E402
 
+from common import bench_database  # noqa: E402
 from rag.config import REPO_ROOT  # noqa: E402
 from rag.parsing.model import Chunk, ParsedDocument  # noqa: E402
 from rag.store import documents as repo  # noqa: E402
@@ -68,6 +71,53 @@ def prewarm(conn) -> None:
     conn.execute("SELECT pg_prewarm('chunks'), pg_prewarm(%s::regclass)", (index,))
 
 
+def load_bare_baseline(conn) -> None:
+    """The same rows in a bare pgvector table (id, project, vector; HNSW m 16 / ef_construction 64, btree on
+    the project): what a hand-written pgvector search runs against, measured beside ours in the same run."""
+    if conn.execute("SELECT to_regclass('bare_items')").fetchone()[0] is not None:
+        if (
+            conn.execute("SELECT count(*) FROM bare_items").fetchone()[0]
+            == conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+        ):
+            return
+        conn.execute("DROP TABLE bare_items")
+    started = time.perf_counter()
+    conn.execute(
+        "CREATE TABLE bare_items AS SELECT id, project_id, embedding::vector(384) AS embedding FROM chunks WHERE tenant_id = 'bench'"
+    )
+    conn.execute("SET maintenance_work_mem = '2GB'")
+    conn.execute("CREATE INDEX ON bare_items USING hnsw (embedding vector_cosine_ops) WITH (m = 16, ef_construction = 64)")
+    conn.execute("CREATE INDEX ON bare_items (project_id)")
+    conn.execute("ANALYZE bare_items")
+    print(f"bare baseline table (+HNSW build) in {time.perf_counter() - started:.0f} s", flush=True)
+
+
+def bare_search(conn, projects: list[str], query: np.ndarray, ef_search: int) -> list[int]:
+    """The plain pgvector query (iterative scan, prepared after a few runs as psycopg does by default)."""
+    with conn.transaction():
+        conn.execute("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), set_config('hnsw.ef_search', %s, true)",
+                     (str(ef_search),))  # fmt: skip
+        if projects:
+            rows = conn.execute(
+                "SELECT id FROM bare_items WHERE project_id = ANY(%s) ORDER BY embedding <=> %s LIMIT 10", (projects, query)
+            )
+        else:
+            rows = conn.execute("SELECT id FROM bare_items ORDER BY embedding <=> %s LIMIT 10", (query,))
+        return [row[0] for row in rows]
+
+
+def timed(run, queries, exact) -> tuple[float, float, float]:
+    """p50 and p95 in ms, and mean recall@10, of ``run(i)`` (a list of ids) over the queries."""
+    latencies, recalls = [], []
+    for i in range(len(queries)):
+        t0 = time.perf_counter()
+        got = set(run(i))
+        latencies.append((time.perf_counter() - t0) * 1000)
+        recalls.append(len(got & exact[i]) / 10)
+    latencies.sort()
+    return statistics.median(latencies), latencies[int(0.95 * (len(latencies) - 1))], statistics.mean(recalls)
+
+
 def exact_top10(conn, projects: list[str], query: np.ndarray) -> set[int]:
     """The true top 10 of a filter by a sequential scan, the reference for recall."""
     project_filter = "AND project_id = ANY(%s)" if projects else "AND %s::text[] IS NOT NULL"
@@ -85,12 +135,22 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--chunks", type=int, default=100_000)
     parser.add_argument("--queries", type=int, default=200)
-    parser.add_argument("--ef-search", default="",
-                        help="comma-separated hnsw.ef_search values to sweep on the same data (default: the configured one)")
-    parser.add_argument("--vectors", choices=["clustered", "random"], default="clustered",
-                        help="clustered (like text embeddings, default) or isotropic random (HNSW's worst case)")
-    parser.add_argument("--keep", metavar="DATABASE",
-                        help="load into this database and keep it; a later run with the same name and size reuses it")
+    parser.add_argument(
+        "--ef-search",
+        default="",
+        help="comma-separated hnsw.ef_search values to sweep on the same data (default: the configured one)",
+    )
+    parser.add_argument(
+        "--vectors",
+        choices=["clustered", "random"],
+        default="clustered",
+        help="clustered (like text embeddings, default) or isotropic random (HNSW's worst case)",
+    )
+    parser.add_argument(
+        "--keep",
+        metavar="DATABASE",
+        help="load into this database and keep it; a later run with the same name and size reuses it",
+    )
     args = parser.parse_args()
 
     import os
@@ -114,8 +174,13 @@ def main() -> int:
             if conn.execute("SELECT count(*) FROM chunks").fetchone()[0] != args.chunks:
                 conn.execute("TRUNCATE documents CASCADE; TRUNCATE keyword_stats")
                 load(conn, args.chunks, make_vectors)
+            load_bare_baseline(conn)
             queries = make_vectors(args.queries, 384, seed=7)
             prewarm(conn)
+            conn.execute("SELECT pg_prewarm('bare_items')")
+            from rag.embedding import get_embedder
+
+            embedder = get_embedder(get_settings())
             handler = load_handler_module("query").lambda_handler
             # Query vectors go into the warm LRU: the latency below is search, not embedding.
             for i, q in enumerate(queries):
@@ -126,24 +191,32 @@ def main() -> int:
                 os.environ["RAG_HNSW_EF_SEARCH"] = str(ef_search)
                 get_settings.cache_clear()
                 print(f"\n{args.vectors} vectors, hnsw.ef_search {ef_search}")
-                print(f"{'filter':>8} {'p50 ms':>8} {'p95 ms':>8} {'recall@10':>10}")
+                print(f"{'filter':>8} {'path':>28} {'p50 ms':>8} {'p95 ms':>8} {'recall@10':>10}")
+                settings = get_settings()
                 for label, projects in filters:
-                    latencies, recalls = [], []
-                    for i in range(len(queries)):
+
+                    def through_handler(i: int, projects: list[str] = projects) -> list[int]:
                         body = {"query": f"q{i}", "mode": "semantic", "top_k": 10, "project_ids": projects}
-                        event = http_api_event("POST", "/v1/search", {"Content-Type": "application/json"}, json.dumps(body).encode(), "bench", "k")
-                        t0 = time.perf_counter()
-                        response = handler(event, LocalContext(function_name="query"))
-                        latencies.append((time.perf_counter() - t0) * 1000)
-                        got = {int(r["id"]) for r in json.loads(response["body"])["results"]}
-                        recalls.append(len(got & exact[label][i]) / 10)
-                    latencies.sort()
-                    p95 = latencies[int(0.95 * (len(latencies) - 1))]
-                    print(f"{label:>8} {statistics.median(latencies):8.1f} {p95:8.1f} {statistics.mean(recalls):10.3f}", flush=True)
+                        event = http_api_event(
+                            "POST", "/v1/search", {"Content-Type": "application/json"}, json.dumps(body).encode(), "bench", "k"
+                        )
+                        return [
+                            int(r["id"])
+                            for r in json.loads(handler(event, LocalContext(function_name="query"))["body"])["results"]
+                        ]
 
-    from rag.embedding import get_embedder
+                    def sql_path(i: int, projects: list[str] = projects, settings: Any = settings) -> list[int]:
+                        query = service.SearchQuery(f"q{i}", mode="semantic", top_k=10, project_ids=tuple(projects))
+                        return [hit.id for _, hit in service.run_search(conn, embedder, settings, "bench", query)[0]]
 
-    embedder = get_embedder(get_settings())
+                    def bare(i: int, projects: list[str] = projects, ef_search: int = ef_search) -> list[int]:
+                        return bare_search(conn, projects, queries[i], ef_search)
+
+                    for path, run in (("query handler (API event)", through_handler), ("run_search (SQL path)", sql_path),
+                                      ("bare pgvector, same server", bare)):  # fmt: skip
+                        p50, p95, recall = timed(run, queries, exact[label])
+                        print(f"{label:>8} {path:>28} {p50:8.2f} {p95:8.2f} {recall:10.3f}", flush=True)
+
     embedder.embed(["warm up"])
     t0 = time.perf_counter()
     for i in range(20):

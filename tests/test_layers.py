@@ -80,5 +80,11 @@ def test_the_services_do_not_import_each_other_and_the_library_never_imports_loc
 def test_the_check_sees_what_it_checks():
     found = imports()
     assert len(found) > 100
-    assert ("rag.api.routes", "rag.search.service", next(line for m, n, line in found if (m, n) == ("rag.api.routes", "rag.search.service"))) in found
-    assert layer_of("rag.store.documents") < layer_of("rag.search.engine") < layer_of("rag.api.models") < layer_of("rag.ask.tools")
+    assert (
+        "rag.api.routes",
+        "rag.search.service",
+        next(line for m, n, line in found if (m, n) == ("rag.api.routes", "rag.search.service")),
+    ) in found
+    assert (
+        layer_of("rag.store.documents") < layer_of("rag.search.engine") < layer_of("rag.api.models") < layer_of("rag.ask.tools")
+    )

@@ -37,7 +37,14 @@ needs_mpnet = pytest.mark.skipif(
 
 def test_the_table_pins_every_file_that_shapes_a_vector():
     for model in LOCAL_MODELS.values():
-        assert {"model.safetensors", "config.json", "tokenizer.json", "vocab.txt", "modules.json", "1_Pooling/config.json"} <= set(model.sha256)
+        assert {
+            "model.safetensors",
+            "config.json",
+            "tokenizer.json",
+            "vocab.txt",
+            "modules.json",
+            "1_Pooling/config.json",
+        } <= set(model.sha256)
         assert all(re.fullmatch(r"[0-9a-f]{64}", value) for value in model.sha256.values())
         assert re.fullmatch(r"sentence-transformers/[\w-]+@[0-9a-f]{40}", model.upstream)
     assert LOCAL_MODELS["all-MiniLM-L6-v2"].sha256["model.safetensors"].startswith("53aa5117")
@@ -138,7 +145,9 @@ def test_mpnet_from_the_part_packages_is_the_upstream_model_and_embeds(tmp_path:
     embedder = LocalEmbedder(settings)
     assert embedder.count_tokens("hello world") == 2
     vectors = np.array(
-        embedder.embed(["We decided to use a rechargeable battery.", "The team chose a battery you can recharge.", "Lunch is at noon."])
+        embedder.embed(
+            ["We decided to use a rechargeable battery.", "The team chose a battery you can recharge.", "Lunch is at noon."]
+        )
     )
     assert vectors.shape == (3, 768)
     assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-4)

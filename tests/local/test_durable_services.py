@@ -55,7 +55,9 @@ def test_a_killed_services_process_loses_nothing(tmp_path, database_url):
     ingested = "projects/durable/kickoff.txt"
 
     def rag(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "rag_local.cli", *args], env=env, capture_output=True, text=True, timeout=300)
+        return subprocess.run(
+            [sys.executable, "-m", "rag_local.cli", *args], env=env, capture_output=True, text=True, timeout=300
+        )
 
     def row(key: str) -> tuple | None:
         with psycopg.connect(database_url) as conn:
@@ -85,7 +87,10 @@ def test_a_killed_services_process_loses_nothing(tmp_path, database_url):
         # The restore's notifications went through the handler: rows now name the new versions.
         for key in (copied, ingested):
             version = s3.head_object(Bucket=BUCKET, Key=key)["VersionId"]
-            wait_for(lambda key=key, version=version: row(key) == (version, "raw_ingested"), f"the row of {key} to record version {version}")
+            wait_for(
+                lambda key=key, version=version: row(key) == (version, "raw_ingested"),
+                f"the row of {key} to record version {version}",
+            )
 
         log = (local / "logs" / "services.log").read_text()
         assert log.count("--- rag up ") == 2 and log.splitlines().count("ready") == 2  # appended, not truncated

@@ -11,8 +11,8 @@ floor: the answer says so.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
 from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from rag.api.models import MAX_QUERY_CHARS
@@ -99,9 +99,7 @@ def extractive_answer(ctx: ToolContext, question: str) -> tuple[str, int]:
 
     vectors = ctx.embedder.embed([search_text(query) or query] + [s.text for s in candidates])
     query_vector, sentence_vectors = vectors[0], vectors[1:]
-    scores = [
-        sum(a * b for a, b in zip(query_vector, v)) / ((_norm(query_vector) * _norm(v)) or 1.0) for v in sentence_vectors
-    ]
+    scores = [sum(a * b for a, b in zip(query_vector, v)) / ((_norm(query_vector) * _norm(v)) or 1.0) for v in sentence_vectors]
     order = sorted(range(len(candidates)), key=lambda i: (-scores[i], candidates[i].hit_rank))
     chosen: list[int] = []
     per_hit: dict[int, int] = {}
@@ -124,7 +122,7 @@ def extractive_answer(ctx: ToolContext, question: str) -> tuple[str, int]:
         who = sentence.speaker or (sentence.passage.type.capitalize() if sentence.passage.type != "chunk" else None)
         day = sentence.passage.meeting_date.isoformat() if sentence.passage.meeting_date else None
         label = f"{who}{', ' + day if day else ''}: " if who else (f"{day}: " if day else "")
-        lines.append(f"- {label}\"{ctx.redact(sentence.text)}\" [{n}]")
+        lines.append(f'- {label}"{ctx.redact(sentence.text)}" [{n}]')
     return "The most relevant passages:\n" + "\n".join(lines), len(hits)
 
 

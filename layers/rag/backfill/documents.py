@@ -79,7 +79,9 @@ def claim_batch(conn: psycopg.Connection, stage: StageName, model_id: str, limit
         turns = json.loads(turns) if isinstance(turns, str) else turns
         body = body or ""
         documents.append(
-            ClaimedDocument(id_, tenant, project, kind or "document", fmt, title, meeting_date, body, turn_spans(body, turns), model)
+            ClaimedDocument(
+                id_, tenant, project, kind or "document", fmt, title, meeting_date, body, turn_spans(body, turns), model
+            )
         )
     return documents
 

@@ -23,10 +23,10 @@ from rag.backfill.texttiling import weighted_mean
 from rag.chunking import pack_lines
 
 if TYPE_CHECKING:
-    from rag.store.backfill_queue import StageName
     import psycopg
 
     from rag.embedding.base import Embedder
+    from rag.store.backfill_queue import StageName
 
 
 class EmbedStage:
@@ -77,7 +77,12 @@ def unit(vector: list[float]) -> list[float]:
 
 
 def set_vectors(
-    conn: psycopg.Connection, table: str, document: ClaimedDocument, ids: list[int], vectors: Sequence[Sequence[float]], model: str
+    conn: psycopg.Connection,
+    table: str,
+    document: ClaimedDocument,
+    ids: list[int],
+    vectors: Sequence[Sequence[float]],
+    model: str,
 ) -> None:
     """One UPDATE for all rows of ``table`` (ids and vectors as arrays)."""
     if not ids:

@@ -24,10 +24,10 @@ from rag.backfill.text import clip
 from rag.backfill.units import Unit, segment_units
 
 if TYPE_CHECKING:
-    from rag.store.backfill_queue import StageName
     import psycopg
 
     from rag.config import Settings
+    from rag.store.backfill_queue import StageName
 
 
 class ExtractStage(ModelStage):

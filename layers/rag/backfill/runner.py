@@ -6,9 +6,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
 from rag.backfill.documents import ClaimedDocument, claim_batch, mark_advanced, record_error
-from rag.store.backfill_queue import StageName, count_remaining
 from rag.backfill.progress import StageResult
 from rag.errors import TransientError, is_transient
+from rag.store.backfill_queue import StageName, count_remaining
 
 if TYPE_CHECKING:
     import psycopg
@@ -38,9 +38,7 @@ class ModelStage:
         self.model_id = embedder.model_id
 
 
-def run_stage(
-    conn: psycopg.Connection, stage: Stage, batch_size: int, *, on_document: OnDocument | None = None
-) -> StageResult:
+def run_stage(conn: psycopg.Connection, stage: Stage, batch_size: int, *, on_document: OnDocument | None = None) -> StageResult:
     """Run one batch of ``stage`` in one transaction.
 
     A document's own error is recorded and the batch goes on; a transient error rolls the

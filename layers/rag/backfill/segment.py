@@ -27,11 +27,11 @@ from rag.backfill.text import central_sentences, clip, keyword_titles, sentences
 from rag.backfill.texttiling import boundaries
 
 if TYPE_CHECKING:
-    from rag.store.backfill_queue import StageName
     import psycopg
 
     from rag.config import Settings
     from rag.embedding.base import Embedder
+    from rag.store.backfill_queue import StageName
 
 SUMMARY_CHARS = 400
 MIN_SUMMARY_WORDS = 6  # "Yes." or "Okay, good." never summarizes a topic
@@ -55,9 +55,7 @@ class SegmentStage(ModelStage):
 # --- shared ---------------------------------------------------------------------------
 
 
-def turn_segment(
-    document: ClaimedDocument, index: int, first: int, last: int, title: str, summary: str, method: str
-) -> Segment:
+def turn_segment(document: ClaimedDocument, index: int, first: int, last: int, title: str, summary: str, method: str) -> Segment:
     turns = document.turns[first : last + 1]
     speakers = tuple(dict.fromkeys(t.speaker for t in turns if t.speaker))
     return Segment(

@@ -6,13 +6,14 @@ from typing import TYPE_CHECKING
 
 from rag.backfill.progress import StageResult
 from rag.backfill.runner import OnDocument, Stage, run_stage
-from rag.store.backfill_queue import STAGES, StageName
+from rag.store.backfill_queue import STAGES
 
 if TYPE_CHECKING:
     import psycopg
 
     from rag.config import Settings
     from rag.embedding.base import Embedder
+
 
 def build_stage(name: str, settings: Settings, embedder: Embedder | None = None) -> Stage:
     if name not in STAGES:

