@@ -73,4 +73,5 @@ class LocalEmbedder:
         vectors = self._model.encode(
             list(texts), batch_size=self.batch_size, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
         )
-        return vectors.tolist()
+        rows: list[list[float]] = vectors.tolist()
+        return rows

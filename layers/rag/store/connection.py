@@ -24,7 +24,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 if TYPE_CHECKING:
@@ -161,7 +161,7 @@ def url_with_iam_token(
     iam_url: str,
     region: str,
     *,
-    rds_client: object | None = None,
+    rds_client: Any | None = None,
     sslmode: str | None = None,
     sslrootcert: Path | str | None = None,
 ) -> str:
@@ -181,7 +181,7 @@ def url_with_iam_token(
         import boto3
 
         rds_client = boto3.client("rds", region_name=region)
-    token = rds_client.generate_db_auth_token(  # type: ignore[attr-defined]
+    token: str = rds_client.generate_db_auth_token(
         DBHostname=parts.hostname, Port=port, DBUsername=parts.username, Region=region
     )
     netloc = f"{quote(parts.username, safe='')}:{quote(token, safe='')}@{parts.hostname}:{port}"
