@@ -181,9 +181,7 @@ def url_with_iam_token(
         import boto3
 
         rds_client = boto3.client("rds", region_name=region)
-    token: str = rds_client.generate_db_auth_token(
-        DBHostname=parts.hostname, Port=port, DBUsername=parts.username, Region=region
-    )
+    token: str = rds_client.generate_db_auth_token(DBHostname=parts.hostname, Port=port, DBUsername=parts.username, Region=region)
     netloc = f"{quote(parts.username, safe='')}:{quote(token, safe='')}@{parts.hostname}:{port}"
     query = dict(parse_qsl(parts.query, keep_blank_values=True))
     if "sslrootcert" in query:  # the URL names its own CA file: keep it
