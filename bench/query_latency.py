@@ -157,6 +157,7 @@ def main() -> int:
 
     from rag.config import get_settings
     from rag.search import service
+    from rag.search.engine import SearchScope
     from rag.search.query_cache import normalize_query
     from rag_local.api_server import http_api_event
     from rag_local.lambdas import LocalContext, load_handler_module
@@ -206,8 +207,8 @@ def main() -> int:
                         ]
 
                     def sql_path(i: int, projects: list[str] = projects, settings: Any = settings) -> list[int]:
-                        query = service.SearchQuery(f"q{i}", mode="semantic", top_k=10, project_ids=tuple(projects))
-                        return [hit.id for _, hit in service.run_search(conn, embedder, settings, "bench", query)[0]]
+                        query = service.SearchQuery(f"q{i}", SearchScope("bench", tuple(projects)), mode="semantic", top_k=10)
+                        return [hit.id for _, hit in service.run_search(conn, embedder, settings, query)[0]]
 
                     def bare(i: int, projects: list[str] = projects, ef_search: int = ef_search) -> list[int]:
                         return bare_search(conn, projects, queries[i], ef_search)

@@ -100,17 +100,18 @@ class SearchRequest(Strict):
     def _not_blank(cls, value: str) -> str:
         return non_blank(value, "query")
 
-    def search_query(self) -> SearchQuery:
-        """The search layer's form of this request (``rag.search.service``)."""
+    def search_query(self, tenant_id: str) -> SearchQuery:
+        """The search layer's form of this request for the verified caller's tenant (``rag.search.service``)."""
+        from rag.search.engine import SearchScope
         from rag.search.service import SearchQuery
 
         filters = self.filters or SearchFilters()
-        return SearchQuery(
-            query=self.query, types=tuple(self.types), mode=self.mode, top_k=self.top_k, threshold=self.threshold,
-            project_ids=tuple(self.project_ids), document_ids=tuple(str(d) for d in self.document_ids),
+        scope = SearchScope(
+            tenant_id=tenant_id, project_ids=tuple(self.project_ids), document_ids=tuple(str(d) for d in self.document_ids),
             date_from=filters.date_from, date_to=filters.date_to, speakers=tuple(filters.speakers),
             source_prefix=filters.source_prefix,
         )  # fmt: skip
+        return SearchQuery(self.query, scope, tuple(self.types), self.mode, self.top_k, self.threshold)
 
     @field_validator("types")
     @classmethod

@@ -150,7 +150,7 @@ def _search(request: SearchRequest) -> tuple[list[SearchResult], float]:
     from rag.search.service import run_search
 
     settings = get_settings()
-    ranked, took_ms = run_search(_conn(), get_embedder(settings), settings, _tenant(), request.search_query())
+    ranked, took_ms = run_search(_conn(), get_embedder(settings), settings, request.search_query(_tenant()))
     return [search_result(type_name, hit) for type_name, hit in ranked], took_ms
 
 

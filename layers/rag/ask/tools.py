@@ -187,7 +187,7 @@ def search_hits(
     from rag.search.service import run_search
 
     request = SearchRequest(query=query, types=types, project_ids=list(project_ids), top_k=top_k, mode="hybrid")
-    ranked, _ = run_search(ctx.conn, ctx.embedder, ctx.settings, ctx.tenant_id, request.search_query())
+    ranked, _ = run_search(ctx.conn, ctx.embedder, ctx.settings, request.search_query(ctx.tenant_id))
     floor = ctx.settings.ask_min_similarity
     return [(t, hit) for t, hit in ranked if hit.similarity is None or hit.similarity >= floor]
 

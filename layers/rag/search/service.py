@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from datetime import date
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from rag.search.engine import FusionWeights, Hit, Mode, ScopeSizeCache, SearchScope, search_types
 from rag.search.fusion import merge_types
@@ -29,45 +28,28 @@ pending_log = PendingQueryLog()
 
 @dataclass(frozen=True)
 class SearchQuery:
-    """One search as the search layer takes it: already validated by its caller (the API's ``SearchRequest``)."""
+    """One search as the search layer takes it, validated by its caller (the API's ``SearchRequest``).
+
+    ``scope`` carries the tenant, which the caller takes from the verified identity.
+    """
 
     query: str
+    scope: SearchScope
     types: tuple[str, ...] = ("chunk",)
     mode: Mode = "hybrid"
     top_k: int = 10
     threshold: float = 0.0
-    project_ids: tuple[str, ...] = ()
-    document_ids: tuple[str, ...] = ()
-    date_from: date | None = None
-    date_to: date | None = None
-    speakers: tuple[str, ...] = ()
-    source_prefix: str | None = None
-
-    def scope(self, tenant_id: str) -> SearchScope:
-        return SearchScope(
-            tenant_id=tenant_id, project_ids=self.project_ids, document_ids=self.document_ids, date_from=self.date_from,
-            date_to=self.date_to, speakers=self.speakers, source_prefix=self.source_prefix,
-        )  # fmt: skip
-
-    def logged_filters(self) -> dict[str, Any]:
-        """The scope as the query log keeps it (JSON)."""
-        return {
-            "project_ids": list(self.project_ids), "document_ids": list(self.document_ids),
-            "date_from": self.date_from.isoformat() if self.date_from else None,
-            "date_to": self.date_to.isoformat() if self.date_to else None,
-            "speakers": list(self.speakers), "source_prefix": self.source_prefix,
-        }  # fmt: skip
 
 
 def run_search(
-    conn: psycopg.Connection, embedder: Embedder, settings: Settings, tenant_id: str, request: SearchQuery
+    conn: psycopg.Connection, embedder: Embedder, settings: Settings, request: SearchQuery
 ) -> tuple[list[tuple[str, Hit]], float]:
     """(type, hit) pairs best first, and the time taken in ms; every search is logged."""
     started = time.perf_counter()
     _cache.ttl_minutes = settings.query_cache_minutes
     text = search_text(request.query)
     vector = None if request.mode == "keyword" else _cache.vector(conn, embedder, text)
-    scope = request.scope(tenant_id)
+    scope = request.scope
     fusion = FusionWeights(
         settings.rrf_k, settings.rrf_semantic_weight, settings.rrf_keyword_weight, settings.fusion,
         settings.fusion_semantic_share,
@@ -92,18 +74,24 @@ def run_search(
         ranked = favour_recent(ranked, half_life_days=settings.recency_half_life_days, weight=settings.recency_weight)
     ranked = rerank(reranker, request.query, ranked, request.top_k) if reranker else ranked[: request.top_k]
     took_ms = (time.perf_counter() - started) * 1000
-    log_query(conn, tenant_id, request, [hit for _, hit in ranked], took_ms, settings.query_log_flush_seconds)
+    log_query(conn, request, [hit for _, hit in ranked], took_ms, settings.query_log_flush_seconds)
     return ranked, took_ms
 
 
 def log_query(
-    conn: psycopg.Connection, tenant_id: str, request: SearchQuery, hits: list[Hit], took_ms: float,
-    flush_seconds: float = 0.0,
+    conn: psycopg.Connection, request: SearchQuery, hits: list[Hit], took_ms: float, flush_seconds: float = 0.0,
 ) -> None:  # fmt: skip
     """Queue the search's row (``rag.search.query_log``); written now if nothing was for ``flush_seconds``."""
     similarities = [h.similarity for h in hits if h.similarity is not None]
+    scope = request.scope
+    filters = {
+        "project_ids": list(scope.project_ids), "document_ids": list(scope.document_ids),
+        "date_from": scope.date_from.isoformat() if scope.date_from else None,
+        "date_to": scope.date_to.isoformat() if scope.date_to else None,
+        "speakers": list(scope.speakers), "source_prefix": scope.source_prefix,
+    }  # fmt: skip
     pending_log.add(
-        tenant_id, request.query, request.mode, list(request.types), request.logged_filters(), len(hits),
+        scope.tenant_id, request.query, request.mode, list(request.types), filters, len(hits),
         max(similarities) if similarities else None,
         sum(similarities) / len(similarities) if similarities else None, took_ms,
     )  # fmt: skip
