@@ -8,6 +8,7 @@ from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
+from rag.knowledge import EXTRACTED
 
 from infra.constructs.backfill_state_machine import STAGES, BackfillStateMachine
 from infra.defaults import function_code
@@ -16,7 +17,7 @@ from infra.resources import AppResources
 STAGE_DESCRIPTIONS = {
     "segment": "Backfill stage: meetings -> topic segments (raw_ingested -> segmented)",
     "embed": "Backfill stage: chunk and segment vectors (segmented -> embedded)",
-    "extract": "Backfill stage: decisions, risks, opportunities, tasks (embedded -> extracted)",
+    "extract": f"Backfill stage: {', '.join(kind.table for kind in EXTRACTED)} (embedded -> extracted)",
 }
 
 
