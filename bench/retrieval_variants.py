@@ -37,7 +37,6 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import bench_database  # noqa: E402
-
 from rag.chunking import Unit, chunk_document, pack  # noqa: E402
 from rag.config import REPO_ROOT, Settings  # noqa: E402
 from rag.embedding import get_embedder  # noqa: E402
@@ -233,7 +232,9 @@ def meeting_boost(index: Index, top_meetings: int, weight: float) -> Reranking:
     corpus = index.corpus
     meetings = sorted(index.by_meeting)
     merged = [_merged(index.lexemes[i] for i in index.by_meeting[m]) for m in meetings]
-    means = np.stack([index.vectors[[j for j, o in enumerate(index.owner) if o in set(index.by_meeting[m])]].mean(0) for m in meetings])
+    means = np.stack(
+        [index.vectors[[j for j, o in enumerate(index.owner) if o in set(index.by_meeting[m])]].mean(0) for m in meetings]
+    )
     means /= np.linalg.norm(means, axis=1, keepdims=True)
     texts = [search_text(q["query"]) for q in corpus.queries]
     query_vectors, query_terms = corpus.embed(texts), corpus.lexemes(texts)
@@ -269,7 +270,9 @@ def report(name: str, setting: str, fusion: str, scores: dict[str, float]) -> No
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--transcripts", type=Path, required=True, help="<project>/<meeting_id>.txt files")
-    parser.add_argument("--queries", type=Path, required=True, help="JSON lines with qid, meeting_id, domain, query, relevant_turns")
+    parser.add_argument(
+        "--queries", type=Path, required=True, help="JSON lines with qid, meeting_id, domain, query, relevant_turns"
+    )
     parser.add_argument("--variants", default="chunks,windows,two-stage", help="comma separated: chunks, windows, two-stage")
     args = parser.parse_args(argv)
     import psycopg

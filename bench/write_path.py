@@ -24,7 +24,6 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import bench_database  # noqa: E402
-
 from rag.config import REPO_ROOT  # noqa: E402
 from rag.parsing.model import Chunk, ParsedDocument  # noqa: E402
 from rag.store import documents as repo  # noqa: E402
@@ -67,9 +66,11 @@ def bare_copy(conn, vectors: np.ndarray, model_id: str) -> None:
         "INSERT INTO documents (tenant_id, project_id, bucket, object_key, status) VALUES ('t', 'bench', 'bench', %s, 'raw_ingested') RETURNING id",
         (f"bare/{uuid.uuid4()}",),
     ).fetchone()[0]
-    with conn.transaction(), conn.cursor() as cur, cur.copy(
-        f"COPY chunks ({', '.join(repo.CHUNK_COPY_COLUMNS)}) FROM STDIN WITH (FORMAT BINARY)"
-    ) as copy:
+    with (
+        conn.transaction(),
+        conn.cursor() as cur,
+        cur.copy(f"COPY chunks ({', '.join(repo.CHUNK_COPY_COLUMNS)}) FROM STDIN WITH (FORMAT BINARY)") as copy,
+    ):
         copy.set_types(repo.CHUNK_COPY_TYPES)
         for i, vector in enumerate(vectors):
             copy.write_row(
@@ -132,8 +133,11 @@ def main() -> int:
         for name, make_vectors in (("random", unit_vectors), ("clustered", clustered_vectors)):
             conn.execute("TRUNCATE documents CASCADE; TRUNCATE keyword_stats")
             seconds = prefill(conn, args.bulk, 384, f"bench/bulk-{name}", make_vectors)
-            print(f"bulk path, {name} vectors: {args.bulk} chunks at 384 d in {seconds:.1f} s = "
-                  f"{args.bulk / seconds:.0f} chunks/s (COPY + postings + parallel HNSW build)", flush=True)
+            print(
+                f"bulk path, {name} vectors: {args.bulk} chunks at 384 d in {seconds:.1f} s = "
+                f"{args.bulk / seconds:.0f} chunks/s (COPY + postings + parallel HNSW build)",
+                flush=True,
+            )
     return 0
 
 

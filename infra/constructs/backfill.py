@@ -8,11 +8,11 @@ from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
-from rag.knowledge import EXTRACTED
 
 from infra.constructs.backfill_state_machine import STAGES, BackfillStateMachine
 from infra.defaults import function_code
 from infra.resources import AppResources
+from rag.knowledge import EXTRACTED
 
 STAGE_DESCRIPTIONS = {
     "segment": "Backfill stage: meetings -> topic segments (raw_ingested -> segmented)",

@@ -98,7 +98,9 @@ def test_bedrock_converse_tool_calls_are_run_and_cited(corpus, database_url, loc
     assert reply["mode"] == "llm" and reply["answer"] == "Rechargeable with USB-C [1]."
     assert reply["usage"] == {"input_tokens": 1020, "output_tokens": 42}
     assert [c["n"] for c in reply["citations"]] == [1]
-    assert reply["tool_calls"] == [{"name": "search", "arguments": {"query": "battery decision", "top_k": 2}, "result_count": 2, "error": None}]
+    assert reply["tool_calls"] == [
+        {"name": "search", "arguments": {"query": "battery decision", "top_k": 2}, "result_count": 2, "error": None}
+    ]
 
 
 def test_converse_messages_carry_tool_use_and_results_in_bedrocks_shape():
@@ -106,7 +108,11 @@ def test_converse_messages_carry_tool_use_and_results_in_bedrocks_shape():
 
     messages = [
         {"role": "user", "content": "q"},
-        {"role": "assistant", "content": "", "tool_calls": [ToolCall("a", "search", '{"query": "x"}'), ToolCall("b", "list_projects", "{}")]},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [ToolCall("a", "search", '{"query": "x"}'), ToolCall("b", "list_projects", "{}")],
+        },
         {"role": "tool", "tool_call_id": "a", "name": "search", "content": json.dumps({"results": []})},
         {"role": "tool", "tool_call_id": "b", "name": "list_projects", "content": "{}"},
     ]

@@ -86,7 +86,11 @@ def test_the_model_answers_through_tools_and_cites_only_what_it_was_given(corpus
         result = handed_out[f"[{citation['n']}]"]
         assert citation["document_id"] == result["document_id"] and result["project_id"] == "remote"
         c = citation
-        where = f"turns {c['start_turn']}-{c['end_turn']}" if c["start_turn"] is not None else f"chars {c['start_char']}-{c['end_char']}"
+        where = (
+            f"turns {c['start_turn']}-{c['end_turn']}"
+            if c["start_turn"] is not None
+            else f"chars {c['start_char']}-{c['end_char']}"
+        )
         assert result["where"] == where
 
 
@@ -140,7 +144,9 @@ def test_pii_is_masked_in_what_the_model_reads_and_in_the_answer(corpus, vendor_
 def test_malformed_model_output_degrades_to_an_extractive_answer(corpus, model, recorded, degraded):
     model.chat_responses += recorded
 
-    status, body = call("POST", "/v1/ask", {"question": "What did we decide about the battery?", "project_ids": ["remote"], "max_tool_calls": 2})
+    status, body = call(
+        "POST", "/v1/ask", {"question": "What did we decide about the battery?", "project_ids": ["remote"], "max_tool_calls": 2}
+    )
 
     assert status == 200, body
     assert (body["mode"], body["degraded"]) == ("extractive", degraded)

@@ -23,7 +23,10 @@ def test_the_query_function_answers_within_api_gateways_limit(stage: Synthesized
 
 def test_in_prod_the_models_key_comes_from_secrets_manager_by_name(prod: Synthesized) -> None:
     environment = query_function(prod)["Environment"]["Variables"]
-    assert (environment["RAG_LLM_PROVIDER"], environment["RAG_OPENAI_API_KEY_SECRET"]) == ("openai", "meeting-rag/prod/openai-api-key")
+    assert (environment["RAG_LLM_PROVIDER"], environment["RAG_OPENAI_API_KEY_SECRET"]) == (
+        "openai",
+        "meeting-rag/prod/openai-api-key",
+    )
     assert "OPENAI_API_KEY" not in environment
     secret_reads = [
         resolve_strings(resource)

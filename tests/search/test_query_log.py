@@ -9,7 +9,9 @@ from rag.search.query_log import PendingQueryLog
 
 
 def logged(db) -> list[tuple]:
-    return db.execute("SELECT tenant_id, query, mode, types, filters, result_count, top_similarity FROM query_log ORDER BY id").fetchall()
+    return db.execute(
+        "SELECT tenant_id, query, mode, types, filters, result_count, top_similarity FROM query_log ORDER BY id"
+    ).fetchall()
 
 
 def test_a_quiet_log_writes_at_once_and_a_busy_one_rides_along_with_the_next_search(db):

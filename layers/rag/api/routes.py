@@ -13,14 +13,13 @@ from typing import Annotated, Any
 from uuid import UUID
 
 import psycopg
-from psycopg_pool import PoolTimeout
-
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
 from aws_lambda_powertools.event_handler.openapi.exceptions import (
     RequestUnsupportedContentType,
     RequestValidationError,
 )
 from aws_lambda_powertools.event_handler.openapi.params import Path, Query
+from psycopg_pool import PoolTimeout
 
 from rag.api.identity import Unauthenticated, tenant_of
 from rag.api.models import (
@@ -38,10 +37,10 @@ from rag.api.models import (
     SearchResponse,
     SearchResult,
     Source,
-    search_result,
     Task,
     TaskList,
     TaskStatus,
+    search_result,
 )
 from rag.config import get_settings
 
@@ -170,8 +169,13 @@ def context(request: ContextRequest) -> ContextResponse:
     text, passages = build_context(results, request.max_tokens, count_cl100k)
     cited = [
         p.result.model_copy(
-            update={"content": p.text, "start_char": p.start_char, "end_char": p.end_char,
-                    "start_turn": p.start_turn, "end_turn": p.end_turn}
+            update={
+                "content": p.text,
+                "start_char": p.start_char,
+                "end_char": p.end_char,
+                "start_turn": p.start_turn,
+                "end_turn": p.end_turn,
+            }
         )  # fmt: skip
         for p in passages
     ]
@@ -237,7 +241,8 @@ def document(document_id: Annotated[UUID, Path()]) -> Document:
 
 @app.post("/v1/ask", summary="A cited answer: the chat model calls this API's tools (or an extractive answer)", tags=["ask"])
 def ask(request: AskRequest) -> AskResponse:
-    from rag.ask.answer import AskTimeout, ask as answer
+    from rag.ask.answer import AskTimeout
+    from rag.ask.answer import ask as answer
     from rag.embedding import get_embedder
     from rag.store.catalog import get_project
 

@@ -123,7 +123,7 @@ def extractive_answer(ctx: ToolContext, question: str) -> tuple[str, int]:
         who = sentence.speaker or (sentence.passage.type.capitalize() if sentence.passage.type != "chunk" else None)
         when = f", {sentence.passage.meeting_date.isoformat()}" if sentence.passage.meeting_date else ""
         label = f"{who}{when}: " if who else (f"{sentence.passage.meeting_date.isoformat()}: " if when else "")
-        lines.append(f"- {label}\"{ctx.redact(sentence.text)}\" [{n}]")
+        lines.append(f'- {label}"{ctx.redact(sentence.text)}" [{n}]')
     return "The most relevant passages:\n" + "\n".join(lines), len(hits)
 
 

@@ -45,7 +45,9 @@ def build_server(context: Callable[[], AbstractContextManager[ToolContext]]) -> 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         tool = TOOLS.get(params.name)
         if tool is None:
-            return types.CallToolResult(content=[types.TextContent(type="text", text=f"unknown tool {params.name!r}")], is_error=True)
+            return types.CallToolResult(
+                content=[types.TextContent(type="text", text=f"unknown tool {params.name!r}")], is_error=True
+            )
         with context() as tool_context:
             result = tool.call(tool_context, dict(params.arguments or {}))
         text = result.text()

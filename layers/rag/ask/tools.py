@@ -180,7 +180,9 @@ def _passage_of(type_name: str, hit: Hit) -> Passage:
     )  # fmt: skip
 
 
-def search_hits(ctx: ToolContext, query: str, types: list[str], project_ids: tuple[str, ...], top_k: int) -> list[tuple[str, Hit]]:
+def search_hits(
+    ctx: ToolContext, query: str, types: list[str], project_ids: tuple[str, ...], top_k: int
+) -> list[tuple[str, Hit]]:
     """Hybrid search within the narrowed scope (logged like any search), evidence above the similarity floor only."""
     from rag.search.service import run_search
 
@@ -248,7 +250,7 @@ def run_recent_meetings(ctx: ToolContext, args: MeetingsArgs) -> ToolResult:
     rows = []
     for project in projects or (None,):
         rows += list_meetings(ctx.conn, ctx.tenant_id, project, args.limit)
-    rows.sort(key=lambda r: (r["meeting_date"] or date.min), reverse=True)
+    rows.sort(key=lambda r: r["meeting_date"] or date.min, reverse=True)
     meetings = [
         {"document_id": r["document_id"], "project_id": r["project_id"], "title": r["title"],
          "meeting_date": r["meeting_date"], "participants": r["participants"], "source": r["source_uri"]}
@@ -335,12 +337,27 @@ TOOLS: dict[str, Tool] = {
             ContextArgs,
             run_context_tool,
         ),
-        Tool("list_projects", "List the projects this request may read, with document and meeting counts.", NoArgs,
-             run_list_projects, retrieves=False),  # fmt: skip
-        Tool("recent_meetings", "List the most recent meetings (transcripts), newest first.", MeetingsArgs,
-             run_recent_meetings, retrieves=False),  # fmt: skip
-        Tool("open_tasks", "List open tasks extracted from meetings (assignee, due date), soonest due first; each is "
-             "citable by its cite_as number.", TasksArgs, run_open_tasks),  # fmt: skip
+        Tool(
+            "list_projects",
+            "List the projects this request may read, with document and meeting counts.",
+            NoArgs,
+            run_list_projects,
+            retrieves=False,
+        ),  # fmt: skip
+        Tool(
+            "recent_meetings",
+            "List the most recent meetings (transcripts), newest first.",
+            MeetingsArgs,
+            run_recent_meetings,
+            retrieves=False,
+        ),  # fmt: skip
+        Tool(
+            "open_tasks",
+            "List open tasks extracted from meetings (assignee, due date), soonest due first; each is "
+            "citable by its cite_as number.",
+            TasksArgs,
+            run_open_tasks,
+        ),  # fmt: skip
         Tool(
             "read_document",
             "Read a passage of one document: a transcript's turns start_turn..end_turn, or a character range. Use "

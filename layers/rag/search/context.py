@@ -33,7 +33,12 @@ def merge_neighbours(results: Sequence[Any]) -> list[Passage]:
         for i, passage in enumerate(passages):
             same_document = passage.result.document_id == result.document_id
             both_chunks = _type_of(passage.result) == _type_of(result) == "chunk"
-            if same_document and both_chunks and result.start_char <= passage.end_char + 1 and result.end_char >= passage.start_char - 1:
+            if (
+                same_document
+                and both_chunks
+                and result.start_char <= passage.end_char + 1
+                and result.end_char >= passage.start_char - 1
+            ):
                 passages[i] = _union(passage, result)
                 break
         else:
@@ -90,7 +95,11 @@ def build_context(
     cited: list[Passage] = []
     used = 0
     for passage in merge_neighbours(results):
-        where = f"turns {passage.start_turn}-{passage.end_turn}" if passage.start_turn is not None else f"chars {passage.start_char}-{passage.end_char}"
+        where = (
+            f"turns {passage.start_turn}-{passage.end_turn}"
+            if passage.start_turn is not None
+            else f"chars {passage.start_char}-{passage.end_char}"
+        )
         title = passage.result.source.title or passage.result.source.uri
         body = f"{title} ({passage.result.source.uri}, {where})\n{_label(passage.result)}{passage.text}"
         costed = f"[{9999 if number else len(cited) + 1}] {body}"

@@ -43,8 +43,17 @@ class PendingQueryLog:
             result_count: int, top_similarity: float | None, mean_similarity: float | None, latency_ms: float) -> None:  # fmt: skip
         with self._lock:
             self._rows.append(
-                (tenant_id, query, mode, ",".join(types), json.dumps(filters), result_count, top_similarity,
-                 mean_similarity, latency_ms)  # fmt: skip
+                (
+                    tenant_id,
+                    query,
+                    mode,
+                    ",".join(types),
+                    json.dumps(filters),
+                    result_count,
+                    top_similarity,
+                    mean_similarity,
+                    latency_ms,
+                )  # fmt: skip
             )
 
     def take(self) -> list[tuple[Any, ...]]:

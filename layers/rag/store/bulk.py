@@ -49,7 +49,9 @@ def bulk_load(
         parallel_workers = max(1, (os.cpu_count() or 2) - 1)
     written = 0
     with conn.transaction():
-        conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(sql.Identifier(embedding_index_name("chunks", model_id, dimension))))
+        conn.execute(
+            sql.SQL("DROP INDEX IF EXISTS {}").format(sql.Identifier(embedding_index_name("chunks", model_id, dimension)))
+        )
         for load in loads:
             repo.replace_document(conn, load.source, load.fields, load.parsed, load.chunks, load.vectors, model_id)
             written += len(load.chunks)

@@ -45,8 +45,14 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     if payload["citations"]:
         print()
     for c in payload["citations"]:
-        where = f"turn {c['start_turn']}" if c["start_turn"] == c["end_turn"] and c["start_turn"] is not None else (
-            f"turns {c['start_turn']}-{c['end_turn']}" if c["start_turn"] is not None else f"chars {c['start_char']}-{c['end_char']}"
+        where = (
+            f"turn {c['start_turn']}"
+            if c["start_turn"] == c["end_turn"] and c["start_turn"] is not None
+            else (
+                f"turns {c['start_turn']}-{c['end_turn']}"
+                if c["start_turn"] is not None
+                else f"chars {c['start_char']}-{c['end_char']}"
+            )
         )
         print(f"[{c['n']}] {c['source']['uri']} ({where}{', ' + c['meeting_date'] if c['meeting_date'] else ''})")
     calls = ", ".join(f"{t['name']} ({t['result_count']})" for t in payload["tool_calls"])
