@@ -12,11 +12,12 @@ from constructs import Construct
 from infra.constructs.backfill_state_machine import STAGES, BackfillStateMachine
 from infra.defaults import function_code
 from infra.resources import AppResources
+from rag.knowledge import EXTRACTED
 
 STAGE_DESCRIPTIONS = {
     "segment": "Backfill stage: meetings -> topic segments (raw_ingested -> segmented)",
     "embed": "Backfill stage: chunk and segment vectors (segmented -> embedded)",
-    "extract": "Backfill stage: decisions, risks, opportunities, tasks (embedded -> extracted)",
+    "extract": f"Backfill stage: {', '.join(kind.table for kind in EXTRACTED)} (embedded -> extracted)",
 }
 
 

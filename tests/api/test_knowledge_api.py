@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from rag.knowledge import NAMES
+
 from .conftest import call
 from .test_contract import RESULT_FIELDS
 
@@ -146,3 +148,12 @@ def test_openapi_documents_tasks_and_the_all_shorthand(knowledge):
     parameters = {p["name"] for p in spec["paths"]["/v1/tasks"]["get"]["parameters"]}
     assert parameters == {"status", "project_id", "limit"}
     assert "all" in str(spec["components"]["schemas"]["SearchRequest"]["properties"]["types"])
+
+
+def test_openapi_lists_the_registrys_kinds(knowledge):
+    schemas = call("GET", "/v1/openapi.json", tenant=None)[1]["components"]["schemas"]
+    types = schemas["SearchRequest"]["properties"]["types"]
+    assert types["items"]["anyOf"][0]["enum"] == list(NAMES) and types["maxItems"] == len(NAMES) + 1
+    assert (
+        schemas["SearchResult"]["properties"]["type"]["enum"] == schemas["Citation"]["properties"]["type"]["enum"] == list(NAMES)
+    )

@@ -8,10 +8,12 @@ from uuid import UUID
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
+from rag.knowledge import NAMES
+
 if TYPE_CHECKING:
     from rag.search.service import SearchQuery
 
-SearchType = Literal["chunk", "segment", "decision", "risk", "opportunity", "task"]
+SearchType = Literal[NAMES]  # type: ignore[valid-type]  # the registry's kinds, an enum in the OpenAPI document
 ALL_TYPES: tuple[SearchType, ...] = get_args(SearchType)
 TaskStatus = Literal["open", "done", "blocked"]
 SearchMode = Literal["semantic", "keyword", "hybrid"]
@@ -88,7 +90,7 @@ class SearchRequest(Strict):
     document_ids: list[UUID] = Field(default_factory=list, max_length=100, description="limit to these documents")
     filters: SearchFilters | None = None
     types: list[SearchType | Literal["all"]] = Field(
-        default_factory=lambda: ["chunk"], min_length=1, max_length=7,
+        default_factory=lambda: ["chunk"], min_length=1, max_length=len(ALL_TYPES) + 1,
         description='what to search; "all" is every type, ranked in one list (search_all_knowledge)',
     )  # fmt: skip
     mode: SearchMode = "hybrid"

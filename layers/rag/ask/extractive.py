@@ -18,10 +18,12 @@ from typing import TYPE_CHECKING, Any
 from rag.api.models import MAX_QUERY_CHARS
 from rag.ask.citations import Passage
 from rag.ask.tools import ToolContext, _passage_of, search_hits
+from rag.knowledge import KINDS
 
 if TYPE_CHECKING:
     from rag.search.engine import Hit
 
+QUOTED_TYPES = tuple(kind.name for kind in KINDS if kind.quotable)  # not segments: their summary is no one's words
 NOT_FOUND = "I found nothing in the meetings and documents you can access that answers this question."
 CANDIDATE_HITS = 6
 MAX_CANDIDATE_SENTENCES = 60
@@ -82,7 +84,7 @@ def sentences_of(type_name: str, hit: Hit, rank: int, turns: list[Any] | None) -
 def extractive_answer(ctx: ToolContext, question: str) -> tuple[str, int]:
     """The answer text (citing ``ctx.citations``) and how many passages were found."""
     query = question[:MAX_QUERY_CHARS]  # a question may be longer than a search allows: its start is searched
-    hits = search_hits(ctx, query, ["chunk", "decision", "risk", "opportunity", "task"], ctx.project_ids, CANDIDATE_HITS)
+    hits = search_hits(ctx, query, list(QUOTED_TYPES), ctx.project_ids, CANDIDATE_HITS)
     if not hits:
         return NOT_FOUND, 0
     documents = list({hit.document_id for _, hit in hits})

@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from rag.api.models import MAX_QUERY_CHARS, PROJECT_PATTERN, SearchRequest, SearchType, search_result, valid_project_ids
 from rag.ask.citations import Citations, Passage
+from rag.knowledge import NAMES, labelled_names
 
 if TYPE_CHECKING:
     import psycopg
@@ -90,9 +91,8 @@ TypeChoice = SearchType | Literal["all"]
 class SearchArgs(ToolArgs):
     query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS, description="what to look for, in natural language")
     types: list[TypeChoice] = Field(
-        default_factory=lambda: ["chunk"], min_length=1, max_length=7,
-        description="chunk: transcript and document passages; segment: topic summaries; decision, risk, opportunity, "
-        "task: extracted items; all: every type in one ranked list",
+        default_factory=lambda: ["chunk"], min_length=1, max_length=len(NAMES) + 1,
+        description=f"{labelled_names()}; all: every type in one ranked list",
     )  # fmt: skip
     project_ids: list[str] = Field(default_factory=list, max_length=20, description="only these projects (optional)")
     top_k: int = Field(default=6, ge=1, le=20, description="how many results")

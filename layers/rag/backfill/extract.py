@@ -22,6 +22,7 @@ from rag.backfill.rules import extract_by_rules
 from rag.backfill.runner import ModelStage
 from rag.backfill.text import clip
 from rag.backfill.units import Unit, segment_units
+from rag.knowledge import EXTRACTED
 
 if TYPE_CHECKING:
     import psycopg
@@ -97,7 +98,8 @@ EXTRACT_SYSTEM_PROMPT = (
     "quotes their words as evidence. Use null for anything not stated. Resolve relative due dates against the "
     "meeting date when one is given."
 )
-PROPOSED_KINDS = (("decision", "decisions"), ("risk", "risks"), ("opportunity", "opportunities"), ("task", "tasks"))
+# Each extracted kind and the field of ProposedKnowledge that lists it (its table's name).
+PROPOSED_KINDS = tuple((kind.name, kind.table) for kind in EXTRACTED)
 
 
 def extract_with_llm(

@@ -6,15 +6,12 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import Any, Literal
 
-ItemKind = Literal["decision", "risk", "opportunity", "task"]
+from rag.knowledge import EXTRACTED
 
-# Each kind's table and its own columns (besides the shared ones of every knowledge table).
-ITEM_TABLES: dict[str, tuple[str, tuple[str, ...]]] = {
-    "decision": ("decisions", ("rationale", "owner", "impact", "status")),
-    "risk": ("risks", ("category", "likelihood", "impact", "mitigation")),
-    "opportunity": ("opportunities", ("type", "owner", "next_step")),
-    "task": ("tasks", ("assignee", "due_date", "status")),
-}
+ItemKind = Literal[tuple(kind.name for kind in EXTRACTED)]  # type: ignore[valid-type]
+
+# Each extracted kind's table and its own columns (besides the shared ones of every knowledge table).
+ITEM_TABLES: dict[str, tuple[str, tuple[str, ...]]] = {kind.name: (kind.table, kind.fields) for kind in EXTRACTED}
 
 
 @dataclass(frozen=True)

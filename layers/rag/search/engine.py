@@ -1,6 +1,6 @@
 """Semantic, keyword and hybrid search over every searchable type, one SQL statement per type.
 
-One template serves all types; a type is a ``SearchableType`` spec (``rag.search.types``):
+One template serves all types; a type is a kind of ``rag.knowledge`` (by name: ``rag.search.types``):
 its table, the text shown as content, its metadata fields, its keyword ranking.
 
 - Semantic: cosine distance on the model's partial HNSW index (``embedding::vector(dim)``,

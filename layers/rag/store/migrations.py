@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from rag.knowledge import KINDS
+
 if TYPE_CHECKING:
     import psycopg
 
@@ -39,8 +41,8 @@ INDEX_BUILD_MAX_ROWS = 10_000
 
 logger = logging.getLogger(__name__)
 
-# Tables with an ``embedding``/``embedding_model`` pair: each gets a partial HNSW index per model.
-EMBEDDED_TABLES = ("chunks", "segments", "decisions", "risks", "opportunities", "tasks")
+# Tables with an ``embedding``/``embedding_model`` pair (every kind's): each gets a partial HNSW index per model.
+EMBEDDED_TABLES = tuple(kind.table for kind in KINDS)
 
 
 @dataclass(frozen=True)

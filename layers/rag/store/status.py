@@ -7,10 +7,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from rag.knowledge import BACKFILLED
+
 if TYPE_CHECKING:
     import psycopg
 
-KNOWLEDGE_TABLES = ("segments", "decisions", "risks", "opportunities", "tasks")
+KNOWLEDGE_TABLES = tuple(kind.table for kind in BACKFILLED)
 
 
 @dataclass(frozen=True)

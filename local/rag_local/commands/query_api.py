@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
+from rag.knowledge import NAMES
 from rag_local.commands import Subparsers, fail
 
 if TYPE_CHECKING:
@@ -19,7 +20,7 @@ def register(subparsers: Subparsers) -> None:
     search.add_argument("--top-k", type=int, default=5, help="number of results (default 5)")
     search.add_argument(
         "--types", nargs="+", default=["chunk"], metavar="TYPE",
-        help="chunk (default), segment, decision, risk, opportunity, task, or all (one ranked list)",
+        help=", ".join(f"{name} (default)" if name == "chunk" else name for name in NAMES) + ", or all (one ranked list)",
     )  # fmt: skip
     search.add_argument("--api-key", help="API key (default: the first of RAG_API_KEYS)")
     search.set_defaults(func=search_command)
