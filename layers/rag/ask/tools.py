@@ -46,7 +46,7 @@ class ToolContext:
     tenant_id: str
     project_ids: tuple[str, ...] = ()  # the request's scope; empty: every project of the tenant
     citations: Citations = field(default_factory=Citations)
-    redact: Callable[[str], str] = staticmethod(lambda text: text)  # type: ignore[assignment]
+    redact: Callable[[str], str] = staticmethod(lambda text: text)
     _embedder: Embedder | None = None
 
     @property

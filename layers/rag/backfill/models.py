@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import date
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from rag.knowledge import EXTRACTED
 
-ItemKind = Literal[tuple(kind.name for kind in EXTRACTED)]  # type: ignore[valid-type]
+if TYPE_CHECKING:
+    ItemKind = str  # the registry's names are known at run time only
+else:
+    ItemKind = Literal[tuple(kind.name for kind in EXTRACTED)]
 
 # Each extracted kind's table and its own columns (besides the shared ones of every knowledge table).
 ITEM_TABLES: dict[str, tuple[str, tuple[str, ...]]] = {kind.name: (kind.table, kind.fields) for kind in EXTRACTED}

@@ -6,7 +6,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import date
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 from uuid import UUID
 
 from rag.store import keyword_index
@@ -194,7 +194,7 @@ def delete_by_key(conn: psycopg.Connection, bucket: str, key: str) -> UUID | Non
             return None
         keyword_index.unindex_document(conn, found[0])
         conn.execute("DELETE FROM documents WHERE id = %s", (found[0],))
-    return found[0]
+    return cast(UUID, found[0])
 
 
 def _delete_derived_rows(conn: psycopg.Connection, document_id: UUID) -> None:
@@ -234,7 +234,7 @@ def _upsert_document(conn: psycopg.Connection, source: SourceObject, values: dic
         raise TenantConflict(
             f"s3://{source.bucket}/{source.key} is already stored for another tenant or project; not overwritten"
         )
-    return row[0]
+    return cast(UUID, row[0])
 
 
 def _turns_json(parsed: ParsedDocument) -> str | None:

@@ -27,6 +27,7 @@ from rag.knowledge import KINDS
 
 if TYPE_CHECKING:
     import psycopg
+    from psycopg import sql
 
     from rag.config import Settings
 
@@ -199,7 +200,7 @@ def _indexes_to_build(
                 yield table, model_id, dimension, name, valid
 
 
-def _drop_index_sql(name: str, *, concurrently: bool) -> object:
+def _drop_index_sql(name: str, *, concurrently: bool) -> sql.Composed:
     from psycopg import sql
 
     verb = "DROP INDEX CONCURRENTLY IF EXISTS {}" if concurrently else "DROP INDEX IF EXISTS {}"
@@ -223,7 +224,8 @@ def _more_rows_than(conn: psycopg.Connection, table: str, model_id: str, limit: 
     query = sql.SQL("SELECT count(*) FROM (SELECT 1 FROM {} WHERE embedding_model = %s LIMIT %s) AS s").format(
         sql.Identifier(table)
     )
-    return conn.execute(query, (model_id, limit + 1)).fetchone()[0] > limit
+    row = conn.execute(query, (model_id, limit + 1)).fetchone()
+    return row is not None and int(row[0]) > limit
 
 
 def embedding_index_name(table: str, model_id: str, dimension: int) -> str:
@@ -232,7 +234,7 @@ def embedding_index_name(table: str, model_id: str, dimension: int) -> str:
     return f"{table}_emb_{slug}_{dimension}_{digest}"
 
 
-def _embedding_index_sql(table: str, model_id: str, dimension: int, *, concurrently: bool) -> object:
+def _embedding_index_sql(table: str, model_id: str, dimension: int, *, concurrently: bool) -> sql.Composed:
     from psycopg import sql
 
     return sql.SQL(

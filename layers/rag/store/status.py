@@ -42,6 +42,11 @@ class PipelineStatus:
     backfill_failures: list[BackfillFailure] = field(default_factory=list)
 
 
+def _count(conn: psycopg.Connection, query: str) -> int:
+    row = conn.execute(query).fetchone()
+    return int(row[0]) if row else 0
+
+
 def pipeline_status(conn: psycopg.Connection, *, model_id: str | None = None, max_failures: int = 50) -> PipelineStatus:
     """Everything `rag status` shows; ``model_id`` (the configured embedding model) enables the stage counts."""
     from rag.store.backfill_queue import MAX_ATTEMPTS, STAGES, count_remaining
@@ -49,7 +54,7 @@ def pipeline_status(conn: psycopg.Connection, *, model_id: str | None = None, ma
     status = PipelineStatus()
     for project, state, count in conn.execute("SELECT project_id, status, count(*) FROM documents GROUP BY 1, 2 ORDER BY 1, 2"):
         status.counts[(project, state)] = count
-    status.chunks = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+    status.chunks = _count(conn, "SELECT count(*) FROM chunks")
     status.failures = [
         Failure(*row)
         for row in conn.execute(
@@ -60,8 +65,8 @@ def pipeline_status(conn: psycopg.Connection, *, model_id: str | None = None, ma
     if model_id is not None:
         status.pending = {stage: count_remaining(conn, stage, model_id) for stage in STAGES}
     for table in KNOWLEDGE_TABLES:
-        status.knowledge[table] = conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]  # noqa: S608 - constants
-    status.knowledge["open tasks"] = conn.execute("SELECT count(*) FROM tasks WHERE status = 'open'").fetchone()[0]
+        status.knowledge[table] = _count(conn, f"SELECT count(*) FROM {table}")  # noqa: S608 - constants
+    status.knowledge["open tasks"] = _count(conn, "SELECT count(*) FROM tasks WHERE status = 'open'")
     status.backfill_failures = [
         BackfillFailure(uri, state, error, attempts, attempts >= MAX_ATTEMPTS)
         for uri, state, error, attempts in conn.execute(
