@@ -38,7 +38,16 @@ def test_rerunning_migrations_is_a_no_op_and_each_is_recorded(db):
     assert [row[0] for row in after] == [m.version for m in discover(REPO_ROOT / "sql")]
 
 
-def test_each_model_gets_its_own_partial_hnsw_index(db):
+@pytest.fixture
+def openai_indexes_dropped_after(db):
+    """The 1536-d indexes this test creates go again: the session's database is shared, and a later test
+    writing 256-d vectors under the same model id would fail on them."""
+    yield
+    for (name,) in db.execute("SELECT indexname FROM pg_indexes WHERE indexdef LIKE '%text-embedding-3-small%'").fetchall():
+        db.execute(f'DROP INDEX IF EXISTS "{name}"')
+
+
+def test_each_model_gets_its_own_partial_hnsw_index(db, openai_indexes_dropped_after):
     migrate(db, REPO_ROOT / "sql", {"openai/text-embedding-3-small": 1536})
     indexes = dict(db.execute("SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'chunks'").fetchall())
     local = indexes[embedding_index_name("chunks", MODEL, 384)]
