@@ -192,28 +192,43 @@ _QUERY_TERMS = """query_terms AS (
 
 
 def _postings_keyword_cte(table: str, where: str, join_documents: str) -> str:
-    """Exact BM25 over the ``chunk_terms`` postings and the per-project ``keyword_stats``."""
+    """Exact BM25 from the chunks' ``search_tsv`` (sql/0009), ``chunk_lengths`` and the per-project ``keyword_stats``.
+
+    Document frequencies count the project's chunks whose tsvector holds the term (GIN index),
+    whatever the filter; the filter's matching chunks come from the same index, and each one's
+    term frequencies from its tsvector cut down to the query's lexemes in C (setweight marks
+    them, ts_filter keeps them) instead of an unnest of all its lexemes.
+    """
+    projects = "AND c.project_id = ANY(%(projects)s)" if "%(projects)s" in where else ""
+    term_query = r"""('''' || replace(replace(q.term, '\', '\\'), '''', '''''') || '''')::tsquery"""
     return f"""{_QUERY_TERMS},
-    term_df AS (
-        SELECT ct.project_id, ct.term, count(*)::float8 AS df
-        FROM chunk_terms ct JOIN query_terms q ON q.term = ct.term
-        WHERE ct.tenant_id = %(tenant)s {"AND ct.project_id = ANY(%(projects)s)" if "%(projects)s" in where else ""}
-        GROUP BY ct.project_id, ct.term),
+    term_idf AS MATERIALIZED (
+        SELECT df.project_id, df.term,
+               ln(1.0::float8 + (ks.chunk_count - df.df + 0.5::float8) / (df.df + 0.5::float8)) AS idf,
+               greatest(ks.total_len::float8 / greatest(ks.chunk_count, 1), 1.0::float8) AS avgdl
+        FROM (SELECT c.project_id, q.term, count(*)::float8 AS df
+              FROM query_terms q JOIN {table} c ON c.search_tsv @@ {term_query}
+              WHERE c.tenant_id = %(tenant)s {projects}
+              GROUP BY c.project_id, q.term) df
+        JOIN keyword_stats ks ON ks.tenant_id = %(tenant)s AND ks.project_id = df.project_id),
+    matches AS MATERIALIZED (
+        SELECT c.id, c.project_id,
+               ts_filter(setweight(c.search_tsv, 'A', (SELECT array_agg(term) FROM query_terms)), '{{a}}') AS hits
+        FROM {table} c {join_documents}
+        WHERE {where} AND c.search_tsv @@ {_OR_TSQUERY}),
     keyword AS (
         SELECT id, score, row_number() OVER (ORDER BY score DESC, id) AS rank FROM (
-            SELECT ct.chunk_id AS id,
-                   sum(ln(1.0::float8 + (ks.chunk_count - df.df + 0.5::float8) / (df.df + 0.5::float8))
-                       * ct.tf * ({BM25_K1}::float8 + 1.0::float8)
-                       / (ct.tf + {BM25_K1}::float8 * (1.0::float8 - {BM25_B}::float8
-                          + {BM25_B}::float8 * ct.chunk_len / greatest(ks.total_len::float8 / greatest(ks.chunk_count, 1), 1.0::float8)))
+            SELECT m.id,
+                   sum(i.idf * cardinality(t.positions) * ({BM25_K1}::float8 + 1.0::float8)
+                       / (cardinality(t.positions) + {BM25_K1}::float8 * (1.0::float8 - {BM25_B}::float8
+                          + {BM25_B}::float8 * l.len / i.avgdl))
                    ) AS score
-            FROM chunk_terms ct
-            JOIN term_df df ON df.project_id = ct.project_id AND df.term = ct.term
-            JOIN keyword_stats ks ON ks.tenant_id = ct.tenant_id AND ks.project_id = ct.project_id
-            JOIN {table} c ON c.id = ct.chunk_id {join_documents}
-            WHERE ct.tenant_id = %(tenant)s AND {where}
-            GROUP BY ct.chunk_id
-            ORDER BY score DESC, ct.chunk_id LIMIT %(candidates)s) k)"""
+            FROM matches m
+            JOIN chunk_lengths l ON l.chunk_id = m.id
+            CROSS JOIN LATERAL unnest(m.hits) AS t
+            JOIN term_idf i ON i.project_id = m.project_id AND i.term = t.lexeme
+            GROUP BY m.id
+            ORDER BY score DESC, m.id LIMIT %(candidates)s) k)"""
 
 
 # The query's lexemes ORed into one tsquery, each quoted (quotes doubled, backslashes escaped)
