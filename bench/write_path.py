@@ -14,7 +14,9 @@ lexemes per chunk), or of a synthetic Zipf vocabulary when that folder is missin
    an empty table with the model's HNSW index, then into the table holding --prefill rows of the
    model (loaded by the bulk path) with its HNSW index.
 2. Storage at that point: bytes per chunk of the chunks table and its indexes plus the BM25 tables,
-   against a bare pgvector table (id, embedding) holding the same vectors with the same HNSW index.
+   against a bare pgvector table (id, embedding) holding the same vectors with the same HNSW index;
+   then keyword-search latency (questions of ../shared/eval/queries.jsonl, top 10) over that
+   project and within one of its documents.
 3. Bulk path at 384 d, per --bulk-vectors kind: ``rag.store.bulk.bulk_load`` of --bulk chunks
    (COPY, BM25 bookkeeping, HNSW build) against COPY-then-build (bare binary COPY of the same kind
    of rows into the emptied table without the HNSW index, then the same CREATE INDEX).
@@ -23,6 +25,7 @@ lexemes per chunk), or of a synthetic Zipf vocabulary when that folder is missin
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
 import sys
@@ -157,6 +160,24 @@ def write_path(conn, texts: Texts, rows: int, dim: int, model_id: str, seed: int
     return rows / ours, rows / bare
 
 
+def keyword_latency(conn, queries: list[str], model_id: str) -> None:
+    """p50/p95 of keyword searches (top 10) over the whole project and within one of its documents."""
+    from rag.search.engine import SearchScope, search_chunks
+
+    document_id = conn.execute("SELECT id::text FROM documents WHERE object_key LIKE 'ours/%' LIMIT 1").fetchone()[0]
+    for label, scope in (("project", SearchScope("t", ("bench",))), ("document", SearchScope("t", ("bench",), (document_id,)))):
+        latencies = []
+        for query in queries[:5]:  # warm-up, not timed
+            search_chunks(conn, scope, mode="keyword", query=query, query_vector=None, model_id=model_id, dimension=0, top_k=10)
+        for query in queries:
+            started = time.perf_counter()
+            search_chunks(conn, scope, mode="keyword", query=query, query_vector=None, model_id=model_id, dimension=0, top_k=10)
+            latencies.append((time.perf_counter() - started) * 1000)
+        latencies.sort()
+        print(f"  keyword search within one {label}, {len(queries)} questions: p50 {latencies[len(latencies) // 2]:.1f} ms,"
+              f" p95 {latencies[int(len(latencies) * 0.95)]:.1f} ms", flush=True)  # fmt: skip
+
+
 def relation_bytes(conn, table: str) -> int:
     row = conn.execute("SELECT pg_total_relation_size(to_regclass(%s))", (table,)).fetchone()
     return int(row[0] or 0)
@@ -223,8 +244,16 @@ def main() -> int:
     parser.add_argument("--dims", default="384", help="dimensions of the write-path runs (default 384; e.g. 384,1536)")
     parser.add_argument("--text-dir", type=Path, default=REPO_ROOT.parent / "shared" / "eval" / "transcripts",
                         help="transcripts the chunk texts are cut from (default ../shared/eval/transcripts)")  # fmt: skip
+    parser.add_argument("--keyword-queries", type=int, default=100,
+                        help="questions of ../shared/eval/queries.jsonl timed as keyword searches after the prefill (default 100; 0: skip)")  # fmt: skip
     args = parser.parse_args()
     texts = Texts(args.text_dir)
+    queries_file = args.text_dir.parent / "queries.jsonl"
+    queries = (
+        [json.loads(line)["query"] for line in queries_file.read_text().splitlines() if line.strip()][: args.keyword_queries]
+        if queries_file.is_file()
+        else []
+    )
     print(f"chunk texts: {WORDS_PER_CHUNK}-word windows of {texts.source}; os.cpu_count() = {os.cpu_count()},"
           f" load average {os.getloadavg()[0]:.1f} at start")  # fmt: skip
 
@@ -249,6 +278,8 @@ def main() -> int:
             print(f"{dim:>5} {label:<34} {ours:>12.0f} {bare:>17.0f} {ours / bare:>6.0%}"
                   f"   (prefill by the bulk path: {seconds:.1f} s)", flush=True)  # fmt: skip
             storage(conn, dim, model_id)
+            if queries:
+                keyword_latency(conn, queries, model_id)
 
         for name in (k for k in args.bulk_vectors.split(",") if args.bulk):
             make_vectors = {"random": unit_vectors, "clustered": clustered_vectors}[name]
