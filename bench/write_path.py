@@ -48,7 +48,7 @@ from rag.store.migrations import embedding_index_name, ensure_embedding_index, m
 CHUNKS_PER_DOC = 50
 WORDS_PER_CHUNK = 180
 # Tables that hold BM25 data, whichever schema version is being measured.
-BM25_TABLES = ("chunk_terms", "chunk_lengths", "keyword_stats")
+BM25_TABLES = ("chunk_terms", "chunk_lexemes", "keyword_stats")
 
 
 class Texts:

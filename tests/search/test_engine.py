@@ -48,7 +48,7 @@ def corpus(database_url):
         parsed = ParsedDocument(kind="document", format="text", text=body)
         loads.append(DocumentLoad(source, repo.DocumentFields(), parsed, chunks, vectors[d * CHUNKS_PER_DOC : (d + 1) * CHUNKS_PER_DOC]))
     bulk_load(conn, loads, MODEL, DIM)
-    conn.execute("ANALYZE chunks; ANALYZE chunk_lengths; ANALYZE documents")
+    conn.execute("ANALYZE chunks; ANALYZE chunk_lexemes; ANALYZE documents")
     yield conn, vectors
     conn.execute("TRUNCATE documents CASCADE; TRUNCATE keyword_stats")
     conn.close()

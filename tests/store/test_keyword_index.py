@@ -32,7 +32,7 @@ def recomputed(db) -> dict:
 
 
 def lengths(db) -> dict[int, int]:
-    return dict(db.execute("SELECT chunk_id, len FROM chunk_lengths").fetchall())
+    return dict(db.execute("SELECT chunk_id, len FROM chunk_lexemes").fetchall())
 
 
 def expected_lengths(db) -> dict[int, int]:
@@ -58,7 +58,7 @@ def test_stats_follow_insert_replace_and_delete(db):
     assert stats(db)[("t", "q")] == (0, 0)
 
 
-def test_replace_and_delete_leave_no_orphan_lengths(db):
+def test_replace_and_delete_leave_no_orphan_lexeme_rows(db):
     write(db, "a", ["Budget cut in March", "Supplier delivery"])
     write(db, "b", ["Battery charger"], project="q")
     write(db, "a", ["Budget approved", "Supplier late", "Logo"])  # replaced: new chunk ids
@@ -67,4 +67,4 @@ def test_replace_and_delete_leave_no_orphan_lengths(db):
     repo.record_failure(db, repo.SourceObject("t", "q", "b", "b"), repo.DocumentFields(), "unparseable")  # its chunks go
     assert db.execute("SELECT count(*) FROM chunks").fetchone() == (0,)
     assert lengths(db) == {}
-    assert db.execute("SELECT count(*) FROM chunk_lengths l LEFT JOIN chunks c ON c.id = l.chunk_id WHERE c.id IS NULL").fetchone() == (0,)
+    assert db.execute("SELECT count(*) FROM chunk_lexemes l LEFT JOIN chunks c ON c.id = l.chunk_id WHERE c.id IS NULL").fetchone() == (0,)

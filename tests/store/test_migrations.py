@@ -91,7 +91,7 @@ def test_marker_free_tsvectors_replace_the_old_ones_and_postings_are_rebuilt(dat
             assert migrate(conn, REPO_ROOT / "sql", {MODEL: 384})[0] == "0004"
 
             # Since 0009 BM25 reads the tsvector itself (chunk_terms is gone) and the chunk's length.
-            assert conn.execute("SELECT len FROM chunk_lengths").fetchall() == [(1,)]
+            assert conn.execute("SELECT len, lexemes::text FROM chunk_lexemes").fetchall() == [(1, "'budget'")]
             assert conn.execute("SELECT chunk_count, total_len FROM keyword_stats").fetchall() == [(1, 1)]
             assert conn.execute("SELECT search_tsv::text FROM chunks").fetchone() == ("'budget':2",)
     finally:
@@ -190,9 +190,9 @@ def test_0009_moves_bm25_to_the_tsvectors_of_a_database_with_chunks(database_url
             for new, old in zip(after, before):
                 assert new == pytest.approx(old, rel=1e-12)
             # Idempotent: run again, the same lengths and statistics.
-            lengths = conn.execute("SELECT * FROM chunk_lengths ORDER BY 1").fetchall()
+            lengths = conn.execute("SELECT * FROM chunk_lexemes ORDER BY 1").fetchall()
             conn.execute((REPO_ROOT / "sql" / "0009_bm25_from_chunk_tsvectors.sql").read_text())
-            assert conn.execute("SELECT * FROM chunk_lengths ORDER BY 1").fetchall() == lengths
+            assert conn.execute("SELECT * FROM chunk_lexemes ORDER BY 1").fetchall() == lengths
             assert conn.execute("SELECT * FROM keyword_stats ORDER BY 1, 2").fetchall() == stats_before
     finally:
         with psycopg.connect(database_url, autocommit=True) as admin:

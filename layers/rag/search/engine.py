@@ -192,24 +192,24 @@ _QUERY_TERMS = """query_terms AS (
 
 
 def _postings_keyword_cte(table: str, where: str, join_documents: str) -> str:
-    """Exact BM25 from the chunks' ``search_tsv`` (sql/0009), ``chunk_lengths`` and the per-project ``keyword_stats``.
+    """Exact BM25 from the chunks' ``search_tsv`` (sql/0009), ``chunk_lexemes`` and the per-project ``keyword_stats``.
 
-    Document frequencies count the project's chunks whose tsvector holds the term (GIN index),
-    whatever the filter; the filter's matching chunks come from the same index, and each one's
-    term frequencies from its tsvector cut down to the query's lexemes in C (setweight marks
-    them, ts_filter keeps them) instead of an unnest of all its lexemes.
+    Document frequencies count the project's chunks holding the term, whatever the filter, in
+    ``chunk_lexemes`` (GIN index over narrow rows); the filter's matching chunks come from the
+    chunks' own GIN index, each one's term frequencies from its tsvector cut down to the query's
+    lexemes in C (setweight marks them, ts_filter keeps them) instead of an unnest of all of them.
     """
-    projects = "AND c.project_id = ANY(%(projects)s)" if "%(projects)s" in where else ""
+    projects = "AND x.project_id = ANY(%(projects)s)" if "%(projects)s" in where else ""
     term_query = r"""('''' || replace(replace(q.term, '\', '\\'), '''', '''''') || '''')::tsquery"""
     return f"""{_QUERY_TERMS},
     term_idf AS MATERIALIZED (
         SELECT df.project_id, df.term,
                ln(1.0::float8 + (ks.chunk_count - df.df + 0.5::float8) / (df.df + 0.5::float8)) AS idf,
                greatest(ks.total_len::float8 / greatest(ks.chunk_count, 1), 1.0::float8) AS avgdl
-        FROM (SELECT c.project_id, q.term, count(*)::float8 AS df
-              FROM query_terms q JOIN {table} c ON c.search_tsv @@ {term_query}
-              WHERE c.tenant_id = %(tenant)s {projects}
-              GROUP BY c.project_id, q.term) df
+        FROM (SELECT x.project_id, q.term, count(*)::float8 AS df
+              FROM query_terms q JOIN chunk_lexemes x ON x.lexemes @@ {term_query}
+              WHERE x.tenant_id = %(tenant)s {projects}
+              GROUP BY x.project_id, q.term) df
         JOIN keyword_stats ks ON ks.tenant_id = %(tenant)s AND ks.project_id = df.project_id),
     matches AS MATERIALIZED (
         SELECT c.id, c.project_id,
@@ -224,7 +224,7 @@ def _postings_keyword_cte(table: str, where: str, join_documents: str) -> str:
                           + {BM25_B}::float8 * l.len / i.avgdl))
                    ) AS score
             FROM matches m
-            JOIN chunk_lengths l ON l.chunk_id = m.id
+            JOIN chunk_lexemes l ON l.chunk_id = m.id
             CROSS JOIN LATERAL unnest(m.hits) AS t
             JOIN term_idf i ON i.project_id = m.project_id AND i.term = t.lexeme
             GROUP BY m.id
