@@ -3,7 +3,7 @@
 Inserting into a table with an HNSW index pays index maintenance row by row (about
 700 rows/s at 384 dimensions on 2 cores). For a large load it is far cheaper to drop
 the model's index, COPY everything, and build the index once with parallel workers.
-The BM25 bookkeeping (chunk lengths, project statistics) is done once for all the
+The BM25 bookkeeping (chunk_lexemes rows, project statistics) is done once for all the
 documents, set-wise, after the COPYs.
 The table is locked for writes and searches of that model while this runs: use it
 for imports, not for live traffic.
