@@ -16,7 +16,6 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import bench_database  # noqa: E402
-
 from rag.chunking import chunk_document  # noqa: E402
 from rag.config import Settings  # noqa: E402
 from rag.embedding import get_embedder  # noqa: E402
@@ -56,7 +55,9 @@ def main() -> int:
                 source = repo.SourceObject(
                     tenant_id="bench", project_id=path.parent.name, bucket="bench", key=f"projects/{path.parent.name}/{path.name}"
                 )
-                repo.replace_document(conn, source, repo.DocumentFields(title=path.stem), parsed, chunks, vectors, embedder.model_id)
+                repo.replace_document(
+                    conn, source, repo.DocumentFields(title=path.stem), parsed, chunks, vectors, embedder.model_id
+                )
                 t3 = time.perf_counter()
                 timings["parse+chunk"] += t1 - t0
                 timings["embed"] += t2 - t1
@@ -65,7 +66,9 @@ def main() -> int:
                 n_turns += len(parsed.turns)
                 print(f"  {path.parent.name}/{path.name}: {len(parsed.turns)} turns, {len(chunks)} chunks", flush=True)
     total = sum(timings.values())
-    print(f"\n{len(files)} transcripts, {n_turns} turns, {n_chunks} chunks (max {max_tokens} tokens, overlap {settings.chunk_overlap_tokens})")
+    print(
+        f"\n{len(files)} transcripts, {n_turns} turns, {n_chunks} chunks (max {max_tokens} tokens, overlap {settings.chunk_overlap_tokens})"
+    )
     print(f"model load {load_seconds:.1f} s (once per process, not counted below)")
     for stage, seconds in timings.items():
         print(f"  {stage:<12} {seconds:7.1f} s  {seconds / total:5.1%}")

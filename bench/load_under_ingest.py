@@ -62,7 +62,7 @@ from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -294,7 +294,7 @@ def upload_all(stack: Stack, uploads: list[Upload]) -> datetime:
 
     s3 = aws_client(stack, "s3")
     mirror = Mirror(stack.local_dir / "s3", BUCKET)
-    started = datetime.now(timezone.utc)
+    started = datetime.now(UTC)
     for upload in uploads:
         data = upload.path.read_bytes()
         response = s3.put_object(Bucket=BUCKET, Key=upload.key, Body=data)
@@ -379,9 +379,7 @@ def safe_queue_depth(sqs: Any) -> QueueDepth | None:
         return None
 
 
-def wait_until_settled(
-    stack: Stack, keys: list[str], timeout: float, idle_give_up: float = 120
-) -> dict[str, DocumentRow]:
+def wait_until_settled(stack: Stack, keys: list[str], timeout: float, idle_give_up: float = 120) -> dict[str, DocumentRow]:
     """Poll until every key has a row and the queue is empty (or timeout; or the queue idle with rows missing)."""
     sqs = aws_client(stack, "sqs")
     deadline = time.monotonic() + timeout
@@ -602,9 +600,7 @@ class Check:
     passed: bool | None  # None: informational
 
 
-def ingest_checks(
-    stack: Stack, uploads: list[Upload], rows: dict[str, DocumentRow], search_timeout: float
-) -> list[Check]:
+def ingest_checks(stack: Stack, uploads: list[Upload], rows: dict[str, DocumentRow], search_timeout: float) -> list[Check]:
     counts = status_counts(rows)
     lost = len(uploads) - len(rows)
     failed = {key: row.error for key, row in rows.items() if row.status == "failed"}
@@ -694,7 +690,7 @@ def scenario_load(stack: Stack, args: argparse.Namespace, uploads: list[Upload])
             f"  {result.requests} requests in {result.elapsed:.1f} s, p95 {ms(result.percentile(95))} ms, {errors}; "
             f"ingest: {describe(document_rows(stack, keys), len(keys), safe_queue_depth(aws_client(stack, 'sqs')))}"
         )
-    load_ended = datetime.now(timezone.utc)
+    load_ended = datetime.now(UTC)
     log("load done; waiting for the ingest to finish")
     rows = wait_until_settled(stack, keys, args.settle_timeout)
     checks = [*ingest_rates(rows, started, load_ended), *ingest_checks(stack, uploads, rows, args.request_timeout)]
@@ -805,39 +801,75 @@ def client_counts(value: str) -> list[int]:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     data = parser.add_argument_group("what to ingest")
-    data.add_argument("--transcripts", type=Path, default=DEFAULT_TRANSCRIPTS, metavar="DIR",
-                      help="folder of <domain>/<meeting>.txt; each domain becomes a project "
-                           "(default ../shared/eval/transcripts, next to the repository)")
-    data.add_argument("--limit", type=int, default=100, metavar="N",
-                      help="upload N transcripts; with fewer in the folder it is cycled under distinct keys "
-                           "(projects/<domain>/copy-<n>/...) (default 100)")
+    data.add_argument(
+        "--transcripts",
+        type=Path,
+        default=DEFAULT_TRANSCRIPTS,
+        metavar="DIR",
+        help="folder of <domain>/<meeting>.txt; each domain becomes a project "
+        "(default ../shared/eval/transcripts, next to the repository)",
+    )
+    data.add_argument(
+        "--limit",
+        type=int,
+        default=100,
+        metavar="N",
+        help="upload N transcripts; with fewer in the folder it is cycled under distinct keys "
+        "(projects/<domain>/copy-<n>/...) (default 100)",
+    )
     load = parser.add_argument_group("query load (default scenario)")
-    load.add_argument("--clients", type=client_counts, default=[1, 20, 50], metavar="N,N,...",
-                      help="parallel HTTP clients; one run per number, in turn (default 1,20,50)")
+    load.add_argument(
+        "--clients",
+        type=client_counts,
+        default=[1, 20, 50],
+        metavar="N,N,...",
+        help="parallel HTTP clients; one run per number, in turn (default 1,20,50)",
+    )
     load.add_argument("--seconds", type=float, default=60, metavar="S", help="length of each run (default 60)")
-    load.add_argument("--request-timeout", type=float, default=30, metavar="S",
-                      help="client timeout per request; a request past it counts as hung (default 30)")
-    load.add_argument("--questions", type=Path, metavar="FILE",
-                      help="questions: JSON lines with a \"query\" field, or one per line "
-                           "(default <transcripts>/../queries.jsonl if present, else a built-in set of 24)")
+    load.add_argument(
+        "--request-timeout",
+        type=float,
+        default=30,
+        metavar="S",
+        help="client timeout per request; a request past it counts as hung (default 30)",
+    )
+    load.add_argument(
+        "--questions",
+        type=Path,
+        metavar="FILE",
+        help='questions: JSON lines with a "query" field, or one per line '
+        "(default <transcripts>/../queries.jsonl if present, else a built-in set of 24)",
+    )
     kill = parser.add_argument_group("PostgreSQL kill (instead of the query load)")
-    kill.add_argument("--kill-postgres", action="store_true",
-                      help="kill -9 the stack's postmaster during the ingest, restart it, check nothing is lost")
+    kill.add_argument(
+        "--kill-postgres",
+        action="store_true",
+        help="kill -9 the stack's postmaster during the ingest, restart it, check nothing is lost",
+    )
     kill.add_argument("--kill-after", type=float, default=5, metavar="S", help="seconds after the uploads (default 5)")
-    kill.add_argument("--outage-seconds", type=float, default=20, metavar="S",
-                      help="how long PostgreSQL stays down (default 20)")
+    kill.add_argument("--outage-seconds", type=float, default=20, metavar="S", help="how long PostgreSQL stays down (default 20)")
     both = parser.add_argument_group("stack and waiting")
-    both.add_argument("--settle-timeout", type=float, default=900, metavar="S",
-                      help="how long to wait for every upload to be ingested or failed after the load or restart (default 900)")
-    both.add_argument("--local-dir", type=Path, metavar="DIR",
-                      help="RAG_LOCAL_DIR of the stack (default: a new temporary folder, deleted at the end when every check "
-                           "passed and --keep is not given)")
+    both.add_argument(
+        "--settle-timeout",
+        type=float,
+        default=900,
+        metavar="S",
+        help="how long to wait for every upload to be ingested or failed after the load or restart (default 900)",
+    )
+    both.add_argument(
+        "--local-dir",
+        type=Path,
+        metavar="DIR",
+        help="RAG_LOCAL_DIR of the stack (default: a new temporary folder, deleted at the end when every check "
+        "passed and --keep is not given)",
+    )
     both.add_argument("--pg-port", type=int, metavar="PORT", help="RAG_LOCAL_PG_PORT (default: a free port)")
     both.add_argument("--moto-port", type=int, metavar="PORT", help="RAG_LOCAL_MOTO_PORT (default: a free port)")
     both.add_argument("--api-port", type=int, metavar="PORT", help="RAG_LOCAL_API_PORT (default: a free port)")
     both.add_argument("--up-timeout", type=float, default=300, metavar="S", help="`rag up --timeout` (default 300)")
-    both.add_argument("--keep", action="store_true",
-                      help="leave the stack running (and its folder) afterwards; prints how to reach and stop it")
+    both.add_argument(
+        "--keep", action="store_true", help="leave the stack running (and its folder) afterwards; prints how to reach and stop it"
+    )
     return parser
 
 

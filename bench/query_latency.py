@@ -23,9 +23,9 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import bench_database  # noqa: E402
 from write_path import TEXT, clustered_vectors, unit_vectors  # noqa: E402
 
+from common import bench_database  # noqa: E402
 from rag.config import REPO_ROOT  # noqa: E402
 from rag.parsing.model import Chunk, ParsedDocument  # noqa: E402
 from rag.store import documents as repo  # noqa: E402
@@ -85,12 +85,22 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--chunks", type=int, default=100_000)
     parser.add_argument("--queries", type=int, default=200)
-    parser.add_argument("--ef-search", default="",
-                        help="comma-separated hnsw.ef_search values to sweep on the same data (default: the configured one)")
-    parser.add_argument("--vectors", choices=["clustered", "random"], default="clustered",
-                        help="clustered (like text embeddings, default) or isotropic random (HNSW's worst case)")
-    parser.add_argument("--keep", metavar="DATABASE",
-                        help="load into this database and keep it; a later run with the same name and size reuses it")
+    parser.add_argument(
+        "--ef-search",
+        default="",
+        help="comma-separated hnsw.ef_search values to sweep on the same data (default: the configured one)",
+    )
+    parser.add_argument(
+        "--vectors",
+        choices=["clustered", "random"],
+        default="clustered",
+        help="clustered (like text embeddings, default) or isotropic random (HNSW's worst case)",
+    )
+    parser.add_argument(
+        "--keep",
+        metavar="DATABASE",
+        help="load into this database and keep it; a later run with the same name and size reuses it",
+    )
     args = parser.parse_args()
 
     import os
@@ -131,7 +141,9 @@ def main() -> int:
                     latencies, recalls = [], []
                     for i, q in enumerate(queries):
                         body = {"query": f"q{i}", "mode": "semantic", "top_k": 10, "project_ids": projects}
-                        event = http_api_event("POST", "/v1/search", {"Content-Type": "application/json"}, json.dumps(body).encode(), "bench", "k")
+                        event = http_api_event(
+                            "POST", "/v1/search", {"Content-Type": "application/json"}, json.dumps(body).encode(), "bench", "k"
+                        )
                         t0 = time.perf_counter()
                         response = handler(event, LocalContext(function_name="query"))
                         latencies.append((time.perf_counter() - t0) * 1000)
@@ -139,7 +151,9 @@ def main() -> int:
                         recalls.append(len(got & exact[label][i]) / 10)
                     latencies.sort()
                     p95 = latencies[int(0.95 * (len(latencies) - 1))]
-                    print(f"{label:>8} {statistics.median(latencies):8.1f} {p95:8.1f} {statistics.mean(recalls):10.3f}", flush=True)
+                    print(
+                        f"{label:>8} {statistics.median(latencies):8.1f} {p95:8.1f} {statistics.mean(recalls):10.3f}", flush=True
+                    )
 
     from rag.embedding import get_embedder
 

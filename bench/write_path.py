@@ -37,7 +37,6 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import bench_database  # noqa: E402
-
 from rag.config import REPO_ROOT  # noqa: E402
 from rag.parsing.model import Chunk, ParsedDocument  # noqa: E402
 from rag.store import documents as repo  # noqa: E402
@@ -109,9 +108,10 @@ def copy_rows(conn, texts: list[str], vectors: np.ndarray, model_id: str) -> Non
         "INSERT INTO documents (tenant_id, project_id, bucket, object_key, status) VALUES ('t', 'bench', 'bench', %s, 'raw_ingested') RETURNING id",
         (f"bare/{uuid.uuid4()}",),
     ).fetchone()[0]
-    with conn.cursor() as cur, cur.copy(
-        f"COPY chunks ({', '.join(repo.CHUNK_COPY_COLUMNS)}) FROM STDIN WITH (FORMAT BINARY)"
-    ) as copy:
+    with (
+        conn.cursor() as cur,
+        cur.copy(f"COPY chunks ({', '.join(repo.CHUNK_COPY_COLUMNS)}) FROM STDIN WITH (FORMAT BINARY)") as copy,
+    ):
         copy.set_types(repo.CHUNK_COPY_TYPES)
         offset = 0
         for i, (text, vector) in enumerate(zip(texts, vectors)):
@@ -240,7 +240,9 @@ def main() -> int:
     parser.add_argument("--prefill", type=int, default=100_000, help="rows already in the indexed table (default 100000)")
     parser.add_argument("--rows", type=int, default=3_000, help="rows written by each path, per table state (default 3000)")
     parser.add_argument("--bulk", type=int, default=50_000, help="chunks for each bulk-path run (default 50000; 0: skip)")
-    parser.add_argument("--bulk-vectors", default="random,clustered", help="vector kinds of the bulk runs (default random,clustered)")
+    parser.add_argument(
+        "--bulk-vectors", default="random,clustered", help="vector kinds of the bulk runs (default random,clustered)"
+    )
     parser.add_argument("--dims", default="384", help="dimensions of the write-path runs (default 384; e.g. 384,1536)")
     parser.add_argument("--text-dir", type=Path, default=REPO_ROOT.parent / "shared" / "eval" / "transcripts",
                         help="transcripts the chunk texts are cut from (default ../shared/eval/transcripts)")  # fmt: skip

@@ -10,10 +10,9 @@ from pathlib import Path
 # library: the repository root takes its place, so ``infra`` is a package and ``constructs`` the library.
 sys.path[0] = str(Path(__file__).resolve().parents[1])
 
-from infra import node as _node  # noqa: E402,F401  (JSII_NODE before aws_cdk)
-
 import aws_cdk as cdk  # noqa: E402
 
+from infra import node as _node  # noqa: E402,F401  (JSII_NODE before aws_cdk)
 from infra.stack import build  # noqa: E402
 
 

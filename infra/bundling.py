@@ -14,9 +14,8 @@ import tomllib
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-import jsii
-
 import aws_cdk as cdk
+import jsii
 
 from infra.defaults import REPO_ROOT
 

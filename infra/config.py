@@ -188,7 +188,9 @@ class StageConfig:
                 f"not {self.db_max_connections}"
             )
         if not 1 <= self.db_proxy_max_connections_percent <= 100:
-            raise ValueError(f"db_proxy_max_connections_percent must be within 1..100, not {self.db_proxy_max_connections_percent}")
+            raise ValueError(
+                f"db_proxy_max_connections_percent must be within 1..100, not {self.db_proxy_max_connections_percent}"
+            )
         if self.db_max_connections - self.proxy_connection_budget < DB_ADMIN_HEADROOM:
             raise ValueError(
                 f"the proxy's {self.proxy_connection_budget} of db_max_connections {self.db_max_connections} leave fewer than "

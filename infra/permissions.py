@@ -32,6 +32,5 @@ def openai_secret_arn(scope: Construct, config: StageConfig) -> str:
     """A secret referenced by name: Secrets Manager appends six random characters to its ARN."""
     stack = Stack.of(scope)
     return (
-        f"arn:{stack.partition}:secretsmanager:{stack.region}:{stack.account}:secret:"
-        f"{config.openai_api_key_secret_name}-??????"
+        f"arn:{stack.partition}:secretsmanager:{stack.region}:{stack.account}:secret:{config.openai_api_key_secret_name}-??????"
     )

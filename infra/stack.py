@@ -31,7 +31,9 @@ FEATURE_FLAGS = {
 
 class MeetingRagStack(cdk.Stack):
     def __init__(self, scope: Construct, id: str, *, config: StageConfig, **kwargs: Any) -> None:
-        super().__init__(scope, id, description=f"meeting-rag ({config.name}): S3 -> SQS -> Lambda -> PostgreSQL + pgvector", **kwargs)
+        super().__init__(
+            scope, id, description=f"meeting-rag ({config.name}): S3 -> SQS -> Lambda -> PostgreSQL + pgvector", **kwargs
+        )
         self.config = config
         self.network = Network(self, "Network", config=config)
         self.database = Database(self, "Database", config=config, network=self.network)
@@ -104,7 +106,9 @@ class MeetingRagStack(cdk.Stack):
         # For the DLQ runbook (infra/README.md): aws sqs start-message-move-task --source-arn <DeadLetterQueueArn>
         cdk.CfnOutput(self, "DeadLetterQueueArn", value=self.ingest.dlq.queue_arn, description="Ingest DLQ (redrive source)")
         cdk.CfnOutput(self, "DeadLetterQueueUrl", value=self.ingest.dlq.queue_url, description="Ingest DLQ (to inspect messages)")
-        cdk.CfnOutput(self, "IngestLogGroupName", value=self.ingest.function.log_group.log_group_name, description="Ingest errors")
+        cdk.CfnOutput(
+            self, "IngestLogGroupName", value=self.ingest.function.log_group.log_group_name, description="Ingest errors"
+        )
 
 
 def stack_name(stage: str) -> str:

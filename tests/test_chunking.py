@@ -262,7 +262,9 @@ def test_paragraph_overlap_on_a_plain_document():
 
 def test_document_chunks_are_trimmed_and_blank_sections_give_none():
     text = "  \n\n   Title line   \n\n\n  Body text here.  \n\n   \n"
-    doc = ParsedDocument(kind="document", format="text", text=text, sections=[Section((), 0, 2), Section(("Body",), 2, len(text))])
+    doc = ParsedDocument(
+        kind="document", format="text", text=text, sections=[Section((), 0, 2), Section(("Body",), 2, len(text))]
+    )
     chunks = chunk_document(doc, words, max_tokens=100, overlap_tokens=0)
     assert [(c.text, c.heading_path) for c in chunks] == [("Title line   \n\n\n  Body text here.", ("Body",))]
     assert (chunks[0].start_char, chunks[0].end_char) == (7, 40)

@@ -47,13 +47,17 @@ def apply_change(ingestor: Ingestor, change: ObjectChange, context: LambdaContex
             raise
         metrics.add_metric(name="IngestLatency", unit=MetricUnit.Milliseconds, value=result.seconds * 1000)
         if result.outcome in ("ingested", "unchanged", "deleted", "superseded", "skipped"):
-            logger.info(result.outcome, extra={"document_id": result.document_id, "chunks": result.chunks, "detail": result.error})
+            logger.info(
+                result.outcome, extra={"document_id": result.document_id, "chunks": result.chunks, "detail": result.error}
+            )
         if result.outcome == "ingested":
             metrics.add_metric(name="DocumentsIngested", unit=MetricUnit.Count, value=1)
             metrics.add_metric(name="ChunksWritten", unit=MetricUnit.Count, value=result.chunks)
         elif result.outcome == "failed":
             metrics.add_metric(name="DocumentsFailed", unit=MetricUnit.Count, value=1)
-            logger.error("file cannot be ingested; recorded as failed", extra={"document_id": result.document_id, "error": result.error})
+            logger.error(
+                "file cannot be ingested; recorded as failed", extra={"document_id": result.document_id, "error": result.error}
+            )
         elif result.outcome == "rejected":
             metrics.add_metric(name="ObjectsRejected", unit=MetricUnit.Count, value=1)
             logger.error("object key rejected", extra={"error": result.error})

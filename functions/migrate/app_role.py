@@ -37,9 +37,7 @@ def ensure_app_role(conn: psycopg.Connection, credentials: RoleCredentials, *, s
         exists = conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (credentials.username,)).fetchone()
         if not exists:
             # Only at creation: afterwards the secret's rotation owns the password.
-            conn.execute(
-                sql.SQL("CREATE ROLE {} LOGIN PASSWORD {}").format(role, sql.Literal(credentials.password))
-            )
+            conn.execute(sql.SQL("CREATE ROLE {} LOGIN PASSWORD {}").format(role, sql.Literal(credentials.password)))
         database = conn.execute("SELECT current_database()").fetchone()[0]
         statements = [
             "GRANT CONNECT, TEMPORARY ON DATABASE {database} TO {role}",
@@ -48,6 +46,4 @@ def ensure_app_role(conn: psycopg.Connection, credentials: RoleCredentials, *, s
             "GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA {schema} TO {role}",
         ]
         for statement in statements:
-            conn.execute(
-                sql.SQL(statement).format(database=sql.Identifier(database), schema=sql.Identifier(schema), role=role)
-            )
+            conn.execute(sql.SQL(statement).format(database=sql.Identifier(database), schema=sql.Identifier(schema), role=role))

@@ -16,9 +16,9 @@ import os
 import time
 from typing import Any
 
+from app_role import credentials_from_secret, ensure_app_role
 from aws_lambda_powertools import Logger
 
-from app_role import credentials_from_secret, ensure_app_role
 from rag.config import get_settings
 from rag.store.connection import connect, resolve_database_url
 from rag.store.migrations import build_embedding_indexes, migrate_database

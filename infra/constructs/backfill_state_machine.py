@@ -173,9 +173,7 @@ class BackfillStateMachine(Construct):
             next_state = self._stage(stage, functions[stage], next_state, retry_interval)
         plan.next(next_state)
 
-        self.log_group = logs.LogGroup(
-            self, "Logs", retention=logs.RetentionDays.ONE_MONTH, removal_policy=RemovalPolicy.DESTROY
-        )
+        self.log_group = logs.LogGroup(self, "Logs", retention=logs.RetentionDays.ONE_MONTH, removal_policy=RemovalPolicy.DESTROY)
         self.state_machine = sfn.StateMachine(
             self,
             "StateMachine",
@@ -207,9 +205,7 @@ class BackfillStateMachine(Construct):
                 )
         cdk.Validations.of(self.state_machine).acknowledge(*acknowledgments)
 
-    def _stage(
-        self, stage: str, function: lambda_.IFunction, next_state: sfn.IChainable, retry_interval: Duration
-    ) -> sfn.State:
+    def _stage(self, stage: str, function: lambda_.IFunction, next_state: sfn.IChainable, retry_interval: Duration) -> sfn.State:
         """``<stage>?`` -> ``<stage>: start`` -> ``<stage>: run batch`` <-> ``<stage>: more?`` -> next_state.
 
         ``more?`` goes back to ``run batch`` directly after a batch that claimed something, through
@@ -242,9 +238,7 @@ class BackfillStateMachine(Construct):
             sfn.Choice(self, f"{stage}: more?")
             .when(sfn.Condition.number_less_than_equals(f"$.results.{stage}.remaining", 0), next_state)
             .when(
-                sfn.Condition.number_greater_than_equals_json_path(
-                    f"$.results.{stage}.iteration", "$.options.max_iterations"
-                ),
+                sfn.Condition.number_greater_than_equals_json_path(f"$.results.{stage}.iteration", "$.options.max_iterations"),
                 next_state,
             )
             # Work remains but another runner holds it: done for this run after max_idle_batches tries.
@@ -261,9 +255,7 @@ class BackfillStateMachine(Construct):
         start.next(run_batch)
         run_batch.next(more)
         return (
-            sfn.Choice(self, f"{stage}?")
-            .when(sfn.Condition.boolean_equals(f"$.plan.{stage}", True), start)
-            .otherwise(next_state)
+            sfn.Choice(self, f"{stage}?").when(sfn.Condition.boolean_equals(f"$.plan.{stage}", True), start).otherwise(next_state)
         )
 
 

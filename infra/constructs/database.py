@@ -11,8 +11,8 @@ from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
 from infra.config import StageConfig
-from infra.defaults import DATABASE_NAME, DATABASE_PORT, POSTGRES_VERSION, VPC_CIDR, log_retention
 from infra.constructs.network import Network
+from infra.defaults import DATABASE_NAME, DATABASE_PORT, POSTGRES_VERSION, VPC_CIDR, log_retention
 from infra.nag import acknowledge
 
 ADMIN_USER = "rag_admin"  # owns the schema; used by the deploy-time migrator only
@@ -126,9 +126,7 @@ class Database(Construct):
         )
 
         # The application role's credentials: the migrator creates the role with them, the proxy logs in with them.
-        self.app_secret = rds.DatabaseSecret(self, "AppSecret", username=APP_USER, dbname=DATABASE_NAME).attach(
-            self.instance
-        )
+        self.app_secret = rds.DatabaseSecret(self, "AppSecret", username=APP_USER, dbname=DATABASE_NAME).attach(self.instance)
         self.app_rotation = secretsmanager.SecretRotation(
             self,
             "AppSecretRotation",

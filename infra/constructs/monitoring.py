@@ -309,7 +309,9 @@ class Monitoring(Construct):
         self.dashboard.add_widgets(
             cw.GraphWidget(title="Lambda errors", left=[f.metric_errors(period=PERIOD) for f in functions.values()]),
             cw.GraphWidget(title="Lambda throttles", left=[f.metric_throttles(period=PERIOD) for f in functions.values()]),
-            cw.GraphWidget(title="Lambda duration p95", left=[f.metric_duration(period=PERIOD, statistic="p95") for f in functions.values()]),
+            cw.GraphWidget(
+                title="Lambda duration p95", left=[f.metric_duration(period=PERIOD, statistic="p95") for f in functions.values()]
+            ),
         )
         self.dashboard.add_widgets(
             cw.GraphWidget(title="Database CPU (%)", left=[db_cpu]),

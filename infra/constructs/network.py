@@ -67,9 +67,7 @@ class Network(Construct):
         # Any function of the VPC (ours, the secret rotation, the custom resources) may call the endpoints.
         endpoints_sg.add_ingress_rule(ec2.Peer.ipv4(VPC_CIDR), ec2.Port.tcp(443), "HTTPS from the VPC")
 
-        self.vpc.add_gateway_endpoint(
-            "S3Endpoint", service=ec2.GatewayVpcEndpointAwsService.S3, subnets=[self.function_subnets]
-        )
+        self.vpc.add_gateway_endpoint("S3Endpoint", service=ec2.GatewayVpcEndpointAwsService.S3, subnets=[self.function_subnets])
         endpoints = dict(INTERFACE_ENDPOINTS)
         if config.embedding_provider != "bedrock":
             del endpoints["BedrockRuntime"]  # about $15 a month (two AZs) for a service this stage never calls

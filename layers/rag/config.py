@@ -106,12 +106,8 @@ class Settings(BaseSettings):
     embedding_dimension: int | None = None
     embedding_batch_size: int = Field(default=64, ge=1, le=2048)
     embedding_max_retries: int = Field(default=6, ge=0)
-    openai_base_url: str | None = Field(
-        default=None, validation_alias=AliasChoices("OPENAI_BASE_URL", "RAG_OPENAI_BASE_URL")
-    )
-    openai_api_key_secret: str | None = Field(
-        default=None, description="Secrets Manager name of the OpenAI key (AWS)."
-    )
+    openai_base_url: str | None = Field(default=None, validation_alias=AliasChoices("OPENAI_BASE_URL", "RAG_OPENAI_BASE_URL"))
+    openai_api_key_secret: str | None = Field(default=None, description="Secrets Manager name of the OpenAI key (AWS).")
     bedrock_region: str | None = None
 
     # --- backfill LLM (segment and extract stages) --------------------------------
@@ -135,9 +131,7 @@ class Settings(BaseSettings):
     chunk_overlap_tokens: int = Field(default=50, ge=0)
 
     # --- AWS endpoints (moto locally) -----------------------------------------
-    aws_endpoint_url: str | None = Field(
-        default=None, validation_alias=AliasChoices("AWS_ENDPOINT_URL", "RAG_AWS_ENDPOINT_URL")
-    )
+    aws_endpoint_url: str | None = Field(default=None, validation_alias=AliasChoices("AWS_ENDPOINT_URL", "RAG_AWS_ENDPOINT_URL"))
     aws_region: str = Field(
         default="us-east-1", validation_alias=AliasChoices("AWS_REGION", "AWS_DEFAULT_REGION", "RAG_AWS_REGION")
     )

@@ -54,8 +54,7 @@ def event_shape(event: dict[str, Any]) -> EventShape:
     if event.get("source") == "aws.s3" and event.get("detail-type") in EVENTBRIDGE_ACTIONS:
         return "eventbridge"
     raise UnsupportedEvent(
-        "expected an SQS batch, an S3 notification or an EventBridge Object Created/Deleted event; "
-        f"got keys {sorted(event)[:8]}"
+        f"expected an SQS batch, an S3 notification or an EventBridge Object Created/Deleted event; got keys {sorted(event)[:8]}"
     )
 
 

@@ -36,6 +36,4 @@ def post(settings: Settings, path: str, body: dict[str, Any], *, api_key: str | 
     except urllib.error.HTTPError as exc:
         raise ApiError(f"HTTP {exc.code}: {exc.read().decode(errors='replace')}") from exc
     except urllib.error.URLError as exc:
-        raise ApiError(
-            f"the API is not reachable on 127.0.0.1:{settings.local_api_port} ({exc.reason}): run `rag up`"
-        ) from exc
+        raise ApiError(f"the API is not reachable on 127.0.0.1:{settings.local_api_port} ({exc.reason}): run `rag up`") from exc

@@ -41,7 +41,9 @@ def content_length(values: list[str]) -> int | None:
     return int(value) if value.isascii() and value.isdigit() else None
 
 
-def http_api_event(method: str, target: str, headers: dict[str, str], body: bytes, tenant: str | None, key: str | None) -> dict[str, Any]:
+def http_api_event(
+    method: str, target: str, headers: dict[str, str], body: bytes, tenant: str | None, key: str | None
+) -> dict[str, Any]:
     url = urlsplit(target)
     now = time.time()
     event: dict[str, Any] = {
@@ -73,7 +75,9 @@ def http_api_event(method: str, target: str, headers: dict[str, str], body: byte
         except UnicodeDecodeError:
             event["body"], event["isBase64Encoded"] = base64.b64encode(body).decode(), True
     if tenant is not None:
-        event["requestContext"]["authorizer"] = {"jwt": {"claims": {"tenant": tenant, "sub": f"api-key:{key[:4]}…"}, "scopes": []}}
+        event["requestContext"]["authorizer"] = {
+            "jwt": {"claims": {"tenant": tenant, "sub": f"api-key:{key[:4]}…"}, "scopes": []}
+        }
     return event
 
 
@@ -114,7 +118,11 @@ def make_server(settings: Settings, port: int | None = None, *, timeout: float =
             except Exception:
                 # What API Gateway answers when the integration fails.
                 logger.exception("query handler failed on %s %s", self.command, self.path)
-                result = {"statusCode": 500, "headers": {"Content-Type": "application/json"}, "body": '{"message":"Internal Server Error"}'}
+                result = {
+                    "statusCode": 500,
+                    "headers": {"Content-Type": "application/json"},
+                    "body": '{"message":"Internal Server Error"}',
+                }
             payload = result.get("body") or ""
             raw = base64.b64decode(payload) if result.get("isBase64Encoded") else payload.encode()
             self._reply(result.get("statusCode", 200), result.get("headers") or {}, raw)

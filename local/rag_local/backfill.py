@@ -83,7 +83,9 @@ def run_backfill_in_state_machine(stages: list[str], batch_size: int, max_iterat
     if execution["status"] != "SUCCEEDED":
         shown = ("error",) if execution.get("cause_json") else ("error", "cause")  # a JSON cause is printed above
         print(json.dumps({k: v for k, v in execution.items() if k in shown}), file=sys.stderr)
-    failed = execution["status"] != "SUCCEEDED" or output.get("errors") or any(
-        r["failed_total"] for r in output.get("results", {}).values()
+    failed = (
+        execution["status"] != "SUCCEEDED"
+        or output.get("errors")
+        or any(r["failed_total"] for r in output.get("results", {}).values())
     )
     return 1 if failed else 0

@@ -12,8 +12,7 @@ import sys
 from types import ModuleType
 
 from rag.config import Settings, get_settings
-from rag_local.commands import backfill, evaluate, ingest, migrate, query_api, services
-from rag_local.commands import fail
+from rag_local.commands import backfill, evaluate, fail, ingest, migrate, query_api, services
 
 COMMANDS: tuple[ModuleType, ...] = (services, migrate, ingest, backfill, query_api, evaluate)
 

@@ -43,7 +43,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote_plus, unquote_plus
@@ -199,7 +199,9 @@ def list_bucket(s3: Any, bucket: str) -> BucketState:
     for page in s3.get_paginator("list_object_versions").paginate(Bucket=bucket):
         for version in page.get("Versions", []):
             if version.get("IsLatest"):
-                current[version["Key"]] = Current(version.get("VersionId"), plain_etag(version.get("ETag")), version.get("Size", 0))
+                current[version["Key"]] = Current(
+                    version.get("VersionId"), plain_etag(version.get("ETag")), version.get("Size", 0)
+                )
         for marker in page.get("DeleteMarkers", []):
             if marker.get("IsLatest"):
                 deleted[marker["Key"]] = marker.get("VersionId")
@@ -217,7 +219,7 @@ def s3_event(event_name: str, bucket: str, key: str, region: str, *, size: int |
     if version_id is not None:
         obj["versionId"] = version_id
     obj["sequencer"] = f"{time.time_ns():018X}"
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     return {
         "Records": [
             {

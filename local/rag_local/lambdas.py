@@ -9,7 +9,6 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-
 from types import ModuleType
 from typing import Any
 

@@ -10,10 +10,9 @@ from __future__ import annotations
 import os
 import subprocess
 import time
+import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING
-
-import warnings
 
 import psycopg
 

@@ -75,11 +75,7 @@ def poll_once(
         logger.exception("ingest handler failed the whole batch of %d messages", len(messages))
         return Delivery(len(messages), len(messages))
     failed = {item["itemIdentifier"] for item in (result or {}).get("batchItemFailures", [])}
-    done = [
-        {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]}
-        for i, m in enumerate(messages)
-        if m["MessageId"] not in failed
-    ]
+    done = [{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(messages) if m["MessageId"] not in failed]
     if done:
         sqs.delete_message_batch(QueueUrl=queue_url, Entries=done)
     if failed:

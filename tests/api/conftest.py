@@ -39,7 +39,10 @@ def corpus(database_url, local_embedder) -> dict[str, str]:
         # The tenant is the key's: tenants/<tenant>/projects/<project>/...
         uploads = [(f"tenants/acme/projects/remote/{p.name}", p.read_bytes()) for p in sorted(EXAMPLES.iterdir())]
         uploads.append(
-            ("tenants/globex/projects/remote/globex-secret.txt", b"Zed: The globex zanzibar budget is secret.\nYves: Agreed, zanzibar stays internal.")
+            (
+                "tenants/globex/projects/remote/globex-secret.txt",
+                b"Zed: The globex zanzibar budget is secret.\nYves: Agreed, zanzibar stays internal.",
+            )
         )
         for key, data in uploads:
             s3.put_object(Bucket=BUCKET, Key=key, Body=data)
@@ -52,7 +55,15 @@ def corpus(database_url, local_embedder) -> dict[str, str]:
     return ids
 
 
-def call(method: str, path: str, body: Any = None, *, tenant: str | None = "acme", content_type: str = "application/json", raw: bytes | None = None) -> tuple[int, dict]:
+def call(
+    method: str,
+    path: str,
+    body: Any = None,
+    *,
+    tenant: str | None = "acme",
+    content_type: str = "application/json",
+    raw: bytes | None = None,
+) -> tuple[int, dict]:
     handler = load_handler_module("query").lambda_handler
     payload = raw if raw is not None else (json.dumps(body).encode() if body is not None else b"")
     event = http_api_event(method, path, {"Content-Type": content_type}, payload, tenant, "test-key")

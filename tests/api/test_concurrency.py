@@ -53,9 +53,9 @@ def search(base_url: str, key: str, query: str) -> tuple[int, dict]:
 def ingest_meetings(count: int) -> list[str]:
     """What the queue worker does beside the API: ingest new transcripts for acme."""
     from rag.aws import _client
+    from rag.config import get_settings
     from rag.events import ObjectChange
     from rag.ingest import build_ingestor
-    from rag.config import get_settings
 
     outcomes = []
     with mock_aws():
@@ -92,7 +92,9 @@ def test_parallel_clients_during_an_ingest_all_get_answers_of_their_own_tenant(b
         assert (documents <= {globex_doc}) if key == "globex-key" else (globex_doc not in documents)
     assert outcomes == ["ingested"] * 10
     with psycopg.connect(database_url, autocommit=True) as admin:
-        committed = admin.execute("SELECT count(*) FROM documents WHERE project_id = 'live' AND status = 'raw_ingested'").fetchone()
+        committed = admin.execute(
+            "SELECT count(*) FROM documents WHERE project_id = 'live' AND status = 'raw_ingested'"
+        ).fetchone()
         stuck = admin.execute(
             "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND state LIKE 'idle in transaction%'"
         ).fetchone()

@@ -45,7 +45,11 @@ def test_every_mode_finds_the_battery_decision(corpus, mode):
 def test_offsets_and_turns_point_into_the_source(corpus):
     from rag.store.catalog import get_document  # noqa: F401 - catalog is exercised through the route below
 
-    status, body = call("POST", "/v1/search", {"query": "confirmed in writing, delivery promised for the second week of March", "top_k": 1, "mode": "hybrid"})
+    status, body = call(
+        "POST",
+        "/v1/search",
+        {"query": "confirmed in writing, delivery promised for the second week of March", "top_k": 1, "mode": "hybrid"},
+    )
     hit = body["results"][0]
     assert hit["source"]["uri"].endswith("2026-11-09-launch-standup.vtt")
     assert hit["start_turn"] == 0 and hit["end_turn"] >= 1
@@ -58,7 +62,9 @@ def test_filters_narrow_the_results(corpus):
     assert by_date["results"] and {r["metadata"]["meeting_date"] for r in by_date["results"]} == {"2026-11-09"}
     by_speaker = call("POST", "/v1/search", {"query": "battery", "filters": {"speakers": ["Ravi"]}, "top_k": 10})[1]
     assert by_speaker["results"] and all("Ravi" in r["speakers"] for r in by_speaker["results"])
-    by_prefix = call("POST", "/v1/search", {"query": "battery", "filters": {"source_prefix": "tenants/acme/projects/remote/remote-"}})[1]
+    by_prefix = call(
+        "POST", "/v1/search", {"query": "battery", "filters": {"source_prefix": "tenants/acme/projects/remote/remote-"}}
+    )[1]
     assert {r["source"]["uri"].rsplit("/", 1)[1] for r in by_prefix["results"]} == {"remote-control-spec.md"}
     one_doc = corpus["projects/remote/2026-11-02-battery-review.txt"]
     by_doc = call("POST", "/v1/search", {"query": "battery", "document_ids": [one_doc]})[1]
@@ -77,9 +83,14 @@ def test_context_cites_numbered_passages_within_budget(corpus):
     for result in body["results"]:
         assert result["content"] in body["context"]
     documents = [r["document_id"] for r in body["results"]]
-    assert len(documents) == len(set(documents)) or all(  # neighbours of one document were merged
-        a["end_char"] < b["start_char"] or b["end_char"] < a["start_char"]
-        for i, a in enumerate(body["results"]) for b in body["results"][i + 1 :] if a["document_id"] == b["document_id"]
+    assert (
+        len(documents) == len(set(documents))
+        or all(  # neighbours of one document were merged
+            a["end_char"] < b["start_char"] or b["end_char"] < a["start_char"]
+            for i, a in enumerate(body["results"])
+            for b in body["results"][i + 1 :]
+            if a["document_id"] == b["document_id"]
+        )
     )
 
 
@@ -105,7 +116,14 @@ def test_projects_meetings_and_documents(corpus):
 def test_openapi_document_is_generated_from_the_models(corpus):
     status, spec = call("GET", "/v1/openapi.json", tenant=None)
     assert status == 200 and spec["openapi"].startswith("3.")
-    assert {"/v1/search", "/v1/context", "/v1/projects", "/v1/projects/{project_id}", "/v1/meetings", "/v1/documents/{document_id}"} <= set(spec["paths"])
+    assert {
+        "/v1/search",
+        "/v1/context",
+        "/v1/projects",
+        "/v1/projects/{project_id}",
+        "/v1/meetings",
+        "/v1/documents/{document_id}",
+    } <= set(spec["paths"])
     assert "SearchRequest" in spec["components"]["schemas"]
 
 
@@ -115,6 +133,8 @@ def test_every_search_is_logged(corpus, database_url):
     db = connect(database_url)
     before = db.execute("SELECT count(*) FROM query_log").fetchone()[0]
     call("POST", "/v1/search", {"query": "USB-C port", "mode": "semantic"})
-    row = db.execute("SELECT tenant_id, mode, result_count, top_similarity, latency_ms FROM query_log ORDER BY id DESC LIMIT 1").fetchone()
+    row = db.execute(
+        "SELECT tenant_id, mode, result_count, top_similarity, latency_ms FROM query_log ORDER BY id DESC LIMIT 1"
+    ).fetchone()
     assert db.execute("SELECT count(*) FROM query_log").fetchone()[0] == before + 1
     assert row[0] == "acme" and row[1] == "semantic" and row[2] > 0 and row[3] > 0.3 and row[4] > 0

@@ -90,5 +90,7 @@ def test_a_lone_surrogate_in_free_text_is_422(database_url, path, body, field):
 
 def test_a_surrogate_pair_is_ordinary_text(database_url):
     # "\ud83d\udd0b" is one character (U+1F50B): valid text, judged on the other fields.
-    status, body = call("POST", "/v1/search", raw=b'{"query": "battery \\ud83d\\udd0b", "filters": {"speakers": ["\\ud83d\\ude00"]}, "top_k": 0}')
+    status, body = call(
+        "POST", "/v1/search", raw=b'{"query": "battery \\ud83d\\udd0b", "filters": {"speakers": ["\\ud83d\\ude00"]}, "top_k": 0}'
+    )
     assert status == 422 and "top_k" in body["error"]["message"] and "surrogate" not in body["error"]["message"]

@@ -90,7 +90,12 @@ def test_tasks_list_soonest_due_first(knowledge, corpus):
                                                       "Order recycled plastic samples for the dock"}  # fmt: skip
     first = tasks[0]
     assert set(first) == TASK_FIELDS
-    assert (first["assignee"], first["due_date"], first["status"], first["project_id"]) == ("Jonas", "2026-11-06", "open", "remote")
+    assert (first["assignee"], first["due_date"], first["status"], first["project_id"]) == (
+        "Jonas",
+        "2026-11-06",
+        "open",
+        "remote",
+    )
     assert first["document_id"] == corpus["projects/remote/2026-11-02-battery-review.txt"]
     assert first["source"]["uri"] == "s3://api-test/tenants/acme/projects/remote/2026-11-02-battery-review.txt"
     assert (first["start_turn"], first["end_turn"], first["meeting_date"]) == (12, 12, "2026-11-02")

@@ -33,7 +33,13 @@ requests = st.fixed_dictionaries(
             optional={
                 "speakers": st.lists(st.sampled_from(["Zed", "Yves", "Maya", "Jonas", "Lena"]), max_size=3),
                 "source_prefix": st.sampled_from(
-                    ["projects/", "tenants/", "tenants/globex/", "tenants/globex/projects/remote/globex", "tenants/acme/projects/other/"]
+                    [
+                        "projects/",
+                        "tenants/",
+                        "tenants/globex/",
+                        "tenants/globex/projects/remote/globex",
+                        "tenants/acme/projects/other/",
+                    ]
                 ),
                 "date_from": st.sampled_from(["2026-01-01", "2026-11-03"]),
             },

@@ -16,7 +16,13 @@ MEETING_DATE = date(2026, 11, 10)  # a Tuesday
 
 
 def ingest_file(
-    conn, path: Path, embedder, *, project: str = "orion", tenant: str = "default", key: str | None = None,
+    conn,
+    path: Path,
+    embedder,
+    *,
+    project: str = "orion",
+    tenant: str = "default",
+    key: str | None = None,
     meeting_date: date | None = MEETING_DATE,
 ) -> UUID:
     """Parse, chunk, embed and write one file exactly as the ingest Lambda does (status raw_ingested)."""
@@ -26,7 +32,9 @@ def ingest_file(
 
     parsed = parse_document(path.read_bytes(), path.name)
     chunks = chunk_document(parsed, embedder.count_tokens, max_tokens=min(512, embedder.max_input_tokens), overlap_tokens=50)
-    source = SourceObject(tenant_id=tenant, project_id=project, bucket="rag-documents", key=key or f"projects/{project}/{path.name}")
+    source = SourceObject(
+        tenant_id=tenant, project_id=project, bucket="rag-documents", key=key or f"projects/{project}/{path.name}"
+    )
     fields = DocumentFields(title=path.stem, meeting_date=meeting_date)
     return replace_document(conn, source, fields, parsed, chunks, embedder.embed([c.text for c in chunks]), embedder.model_id)
 

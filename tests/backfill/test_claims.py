@@ -14,7 +14,7 @@ from rag.backfill.segment import SegmentStage
 from rag.errors import EmbeddingError
 from rag.store.connection import connect
 
-from .conftest import RELEASE_PROCESS, ingest_file
+from .conftest import ingest_file
 
 
 class Crash(BaseException):
@@ -117,7 +117,9 @@ def test_two_concurrent_runners_never_process_the_same_document(db, database_url
     assert len(stages[0].processed) + len(stages[1].processed) == 12  # nobody processed a document twice
     assert first.isdisjoint(second) and first | second == set(ids)
     assert set(statuses(db).values()) == {"segmented"}
-    duplicates = db.execute("SELECT document_id, segment_index, count(*) FROM segments GROUP BY 1, 2 HAVING count(*) > 1").fetchall()
+    duplicates = db.execute(
+        "SELECT document_id, segment_index, count(*) FROM segments GROUP BY 1, 2 HAVING count(*) > 1"
+    ).fetchall()
     assert duplicates == []
 
 

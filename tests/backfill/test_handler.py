@@ -33,7 +33,15 @@ def test_a_batch_that_finds_every_remaining_document_held_by_another_runner_is_i
     from rag.store.connection import connect
 
     ingest_file(db, RELEASE_PROCESS, local_embedder)
-    previous = {"iteration": 1, "processed": 0, "failed": 0, "remaining": 1, "idle_batches": 1, "processed_total": 0, "failed_total": 0}
+    previous = {
+        "iteration": 1,
+        "processed": 0,
+        "failed": 0,
+        "remaining": 1,
+        "idle_batches": 1,
+        "processed_total": 0,
+        "failed_total": 0,
+    }
     with connect(database_url) as other, other.transaction():
         assert len(claim_batch(other, "segment", local_embedder.model_id, 10)) == 1  # another runner holds it
         held = handler_module.segment_handler({"stage": "segment", "batch_size": 5, "previous": previous}, LocalContext())

@@ -36,7 +36,13 @@ def fake(monkeypatch):
 def llm_settings(fake, database_url):
     from rag.config import Settings
 
-    return Settings(embedding_provider="local", llm_provider="openai", llm_model="gpt-4o-mini", openai_base_url=fake.base_url, llm_max_retries=1)
+    return Settings(
+        embedding_provider="local",
+        llm_provider="openai",
+        llm_model="gpt-4o-mini",
+        openai_base_url=fake.base_url,
+        llm_max_retries=1,
+    )
 
 
 def chat_requests(fake):
@@ -57,7 +63,10 @@ def test_llm_segments_are_validated_normalized_and_written(db, local_embedder, f
     schema = request["body"]["response_format"]
     assert schema["type"] == "json_schema" and schema["json_schema"]["strict"] is True
     assert schema["json_schema"]["name"] == "ProposedSegmentation"
-    assert "[12] Priya: Next topic, the trade show in Rotterdam next month and our booth." in request["body"]["messages"][1]["content"]
+    assert (
+        "[12] Priya: Next topic, the trade show in Rotterdam next month and our booth."
+        in request["body"]["messages"][1]["content"]
+    )
     rows = db.execute(
         "SELECT start_turn, end_turn, title, method, start_char, end_char, speakers FROM segments WHERE document_id = %s ORDER BY segment_index",
         (doc,),
@@ -98,11 +107,24 @@ def test_llm_extraction_writes_structured_items_with_their_sources(db, local_emb
     assert body[decisions[0][6] : decisions[0][7]].startswith("We decided in the pilot review")
     assert body[decisions[0][6] : decisions[0][7]].endswith("Every scanner gets two point three before go-live.")
     assert decisions[0][8] == ["Aisha", "Priya"] and {d[9] for d in decisions} == {"llm"}
-    tasks = db.execute("SELECT assignee, due_date, status, start_turn, end_turn FROM tasks WHERE document_id = %s ORDER BY start_turn", (doc,)).fetchall()
-    assert tasks == [("Tom", date(2026, 11, 13), "open", 9, 9), ("Tom", None, "open", 10, 11), ("Aisha", date(2026, 11, 20), "open", 20, 20)]
-    risks = db.execute("SELECT category, likelihood, mitigation FROM risks WHERE document_id = %s ORDER BY start_turn", (doc,)).fetchall()
-    assert risks == [("technical", "medium", "Keep two spare scanners in the office."), ("schedule", "medium", "Send the artwork by the twentieth.")]
-    opportunity = db.execute("SELECT type, owner, next_step, embedding_model FROM opportunities WHERE document_id = %s", (doc,)).fetchall()
+    tasks = db.execute(
+        "SELECT assignee, due_date, status, start_turn, end_turn FROM tasks WHERE document_id = %s ORDER BY start_turn", (doc,)
+    ).fetchall()
+    assert tasks == [
+        ("Tom", date(2026, 11, 13), "open", 9, 9),
+        ("Tom", None, "open", 10, 11),
+        ("Aisha", date(2026, 11, 20), "open", 20, 20),
+    ]
+    risks = db.execute(
+        "SELECT category, likelihood, mitigation FROM risks WHERE document_id = %s ORDER BY start_turn", (doc,)
+    ).fetchall()
+    assert risks == [
+        ("technical", "medium", "Keep two spare scanners in the office."),
+        ("schedule", "medium", "Send the artwork by the twentieth."),
+    ]
+    opportunity = db.execute(
+        "SELECT type, owner, next_step, embedding_model FROM opportunities WHERE document_id = %s", (doc,)
+    ).fetchall()
     assert opportunity == [("sales", "Marco", "Book demos at the booth.", local_embedder.model_id)]
 
 
@@ -114,7 +136,11 @@ def test_an_llm_answer_outside_the_segment_is_a_document_error(db, local_embedde
     wrong = recorded("extract_scanner_rollout_sync_0.json")
     wrong["tasks"][0]["first"] = wrong["tasks"][0]["last"] = 30  # there is no turn 30
     # Whichever document comes first gets the wrong answer and stops there; the other gets good ones.
-    fake.chat_responses += [wrong, recorded("extract_scanner_rollout_sync_0.json"), recorded("extract_scanner_rollout_sync_1.json")]
+    fake.chat_responses += [
+        wrong,
+        recorded("extract_scanner_rollout_sync_0.json"),
+        recorded("extract_scanner_rollout_sync_1.json"),
+    ]
 
     result = run_named_stage(db, llm_settings, "extract", 10, embedder=local_embedder)
 
@@ -123,7 +149,11 @@ def test_an_llm_answer_outside_the_segment_is_a_document_error(db, local_embedde
     assert set(rows) == {"embedded", "extracted"} and rows["extracted"] is None
     assert rows["embedded"].startswith("extract: LLMOutputError: task 'Flash all forty scanners")
     assert "outside the segment's 0-11" in rows["embedded"]
-    per_document = dict(db.execute("SELECT d.status, count(t.id) FROM documents d LEFT JOIN tasks t ON t.document_id = d.id GROUP BY 1").fetchall())
+    per_document = dict(
+        db.execute(
+            "SELECT d.status, count(t.id) FROM documents d LEFT JOIN tasks t ON t.document_id = d.id GROUP BY 1"
+        ).fetchall()
+    )
     assert per_document == {"embedded": 0, "extracted": 3}  # the failed document kept no partial items
 
 
@@ -175,7 +205,9 @@ def test_llm_extraction_on_a_document_points_at_sentences(db, local_embedder, fa
     assert len(requests) == 4  # sections come from headings, so segmenting asked nothing
     assert "[1] We decided to require two QA sign-offs" in requests[2]["body"]["messages"][1]["content"]
     assert "## Testing" not in requests[2]["body"]["messages"][1]["content"]
-    decision = db.execute("SELECT start_char, end_char, start_turn, speakers, owner FROM decisions WHERE document_id = %s", (doc,)).fetchone()
+    decision = db.execute(
+        "SELECT start_char, end_char, start_turn, speakers, owner FROM decisions WHERE document_id = %s", (doc,)
+    ).fetchone()
     assert body[decision[0] : decision[1]] == "We decided to require two QA sign-offs before a build goes to the app stores."
     assert decision[2:] == (None, [], "QA team")
     task = db.execute("SELECT start_char, end_char, assignee FROM tasks WHERE document_id = %s", (doc,)).fetchone()

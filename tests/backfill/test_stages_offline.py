@@ -14,7 +14,9 @@ pytestmark = pytest.mark.slow
 
 
 def run_all(db, settings, embedder, batch_size=10):
-    return {stage: run_named_stage(db, settings, stage, batch_size, embedder=embedder) for stage in ("segment", "embed", "extract")}
+    return {
+        stage: run_named_stage(db, settings, stage, batch_size, embedder=embedder) for stage in ("segment", "embed", "extract")
+    }
 
 
 def segments_of(db, document_id):
@@ -114,7 +116,9 @@ def test_rules_extract_the_decisions_risks_opportunities_and_tasks_of_the_meetin
     assert {d[-1] for d in decisions} == {"agreed"}
     risks = items_of(db, "risks", doc, "category")
     assert [(r[1], r[-1]) for r in risks] == [(4, "technical"), (5, "technical"), (17, "supplier"), (21, "schedule")]
-    assert risks[1][0] == "There is a risk that the firmware upgrade bricks some units, we saw that with two devices in the pilot."
+    assert (
+        risks[1][0] == "There is a risk that the firmware upgrade bricks some units, we saw that with two devices in the pilot."
+    )
     opportunities = items_of(db, "opportunities", doc, "type")
     assert [(o[1], o[-1]) for o in opportunities] == [(15, "partnership"), (16, "sales")]
     tasks = items_of(db, "tasks", doc, "assignee", "due_date", "status")
@@ -131,7 +135,9 @@ def test_rules_extract_the_decisions_risks_opportunities_and_tasks_of_the_meetin
     for description, start_turn, end_turn, start_char, end_char, speakers, evidence, *_ in decisions + risks + tasks:
         assert body[start_char:end_char] == evidence  # exact source position of the words
         assert start_turn == end_turn and len(speakers) == 1
-    vectors = db.execute("SELECT count(*) FROM tasks WHERE document_id = %s AND embedding_model = %s", (doc, local_embedder.model_id)).fetchone()
+    vectors = db.execute(
+        "SELECT count(*) FROM tasks WHERE document_id = %s AND embedding_model = %s", (doc, local_embedder.model_id)
+    ).fetchone()
     assert vectors[0] == len(tasks)
     segment_ids = {row[0] for row in db.execute("SELECT segment_id FROM tasks WHERE document_id = %s", (doc,))}
     assert len(segment_ids) == 2  # items point at the segment they came from
@@ -147,7 +153,9 @@ def test_rules_on_a_document_without_turns(db, local_embedder, settings):
     assert [r[0] for r in risks] == [
         "The risk is that the regression suite takes longer than two days when the device farm is busy."
     ]
-    assert [(t[0], t[-1]) for t in tasks] == [("The release manager will post the submission status in the release channel.", "release manager")]
+    assert [(t[0], t[-1]) for t in tasks] == [
+        ("The release manager will post the submission status in the release channel.", "release manager")
+    ]
     assert decisions[0][1] is None and decisions[0][5] == []
 
 

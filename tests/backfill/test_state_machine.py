@@ -223,9 +223,7 @@ def test_a_failing_stage_is_caught_the_run_moves_on_and_the_execution_fails(db, 
         calls.append(event)
         raise ValueError("embedding table is read-only")
 
-    execution = run_backfill_state_machine(
-        {"batch_size": 5}, definition=definition, dispatch={**handlers, "embed": broken_embed}
-    )
+    execution = run_backfill_state_machine({"batch_size": 5}, definition=definition, dispatch={**handlers, "embed": broken_embed})
 
     # Failed, so ExecutionsFailed counts it and the BackfillFailed alarm fires; the cause carries what happened.
     assert (execution["status"], execution["error"]) == ("FAILED", "BackfillStageFailed")
@@ -370,7 +368,11 @@ def test_cdk_nag_finds_nothing_in_the_construct():
     stack = cdk.Stack(app, "NagBackfill")
     functions = {
         stage: lambda_.Function(
-            stack, stage, runtime=lambda_.Runtime.PYTHON_3_12, handler=f"handler.{stage}_handler", code=lambda_.Code.from_inline("x = 1")
+            stack,
+            stage,
+            runtime=lambda_.Runtime.PYTHON_3_12,
+            handler=f"handler.{stage}_handler",
+            code=lambda_.Code.from_inline("x = 1"),
         )
         for stage in STAGES
     }
@@ -414,9 +416,10 @@ def test_two_overlapping_executions_share_the_work_and_neither_spins(db, databas
 
         return handler
 
-    with mock.patch.object(SegmentStage, "process", process), local_state_machine(
-        definition=definition, dispatch={stage: counted(stage) for stage in STAGES}
-    ) as machine:
+    with (
+        mock.patch.object(SegmentStage, "process", process),
+        local_state_machine(definition=definition, dispatch={stage: counted(stage) for stage in STAGES}) as machine,
+    ):
         first = machine.start({"batch_size": 10, "max_iterations": 20})
         assert first_holds.wait(120)
         second = machine.start({"batch_size": 10, "max_iterations": 20})

@@ -43,12 +43,19 @@ class FakeOpenAI:
                 fake.requests.append({"path": self.path, "auth": self.headers.get("Authorization"), "body": body})
                 if fake.fail_next:
                     status = fake.fail_next.pop(0)
-                    payload = {"error": {"message": f"scripted {status}", "type": "rate_limit_exceeded" if status == 429 else "server_error"}}
+                    payload = {
+                        "error": {
+                            "message": f"scripted {status}",
+                            "type": "rate_limit_exceeded" if status == 429 else "server_error",
+                        }
+                    }
                     self._send(status, payload, {"retry-after-ms": "1"})
                     return
                 if self.path == "/v1/chat/completions":
                     if not fake.chat_responses:
-                        self._send(400, {"error": {"message": "FakeOpenAI: no chat response queued", "type": "invalid_request_error"}})
+                        self._send(
+                            400, {"error": {"message": "FakeOpenAI: no chat response queued", "type": "invalid_request_error"}}
+                        )
                         return
                     self._send(200, fake.chat_completion(body))
                     return
@@ -68,7 +75,15 @@ class FakeOpenAI:
                 if fake.shuffle:
                     data.reverse()
                 tokens = sum(len(t.split()) for t in inputs)
-                self._send(200, {"object": "list", "data": data, "model": body["model"], "usage": {"prompt_tokens": tokens, "total_tokens": tokens}})
+                self._send(
+                    200,
+                    {
+                        "object": "list",
+                        "data": data,
+                        "model": body["model"],
+                        "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+                    },
+                )
 
             def _send(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
                 raw = json.dumps(payload).encode()

@@ -7,13 +7,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pytest
-
-from infra import node as _node  # noqa: F401  (JSII_NODE before aws_cdk)
-
 import aws_cdk as cdk
+import pytest
 from aws_cdk.assertions import Template
 
+from infra import node as _node  # noqa: F401  (JSII_NODE before aws_cdk)
 from infra.config import STAGES, StageConfig
 from infra.stack import MeetingRagStack, build
 

@@ -24,9 +24,16 @@ def definition(stage: Synthesized) -> dict[str, Any]:
 def test_the_deployed_machine_waits_between_idle_batches_as_configured(stage: Synthesized) -> None:
     states = definition(stage)["States"]
     for name in STAGES:
-        assert states[f"{name}: wait"] == {"Type": "Wait", "Seconds": stage.config.backfill_idle_wait_seconds, "Next": f"{name}: run batch"}
+        assert states[f"{name}: wait"] == {
+            "Type": "Wait",
+            "Seconds": stage.config.backfill_idle_wait_seconds,
+            "Next": f"{name}: run batch",
+        }
         idle = [rule for rule in states[f"{name}: more?"]["Choices"] if "idle_batches" in rule["Variable"]]
-        assert [rule["Next"] for rule in idle] == [{"segment": "embed?", "embed": "extract?", "extract": "Any stage failed?"}[name], f"{name}: wait"]
+        assert [rule["Next"] for rule in idle] == [
+            {"segment": "embed?", "embed": "extract?", "extract": "Any stage failed?"}[name],
+            f"{name}: wait",
+        ]
     assert stage.config.backfill_idle_wait_seconds == 30
 
 
@@ -46,7 +53,11 @@ def test_the_schedule_asks_for_what_the_machine_accepts(stage: Synthesized) -> N
     [target] = rule["Targets"]
     scheduled = json.loads(target["Input"])
     assert 1 <= scheduled["max_iterations"] <= MAX_ITERATIONS and 1 <= scheduled["batch_size"] <= MAX_BATCH_SIZE
-    assert scheduled == {"stages": list(STAGES), "batch_size": stage.config.backfill_batch_size, "max_iterations": stage.config.backfill_max_iterations}
+    assert scheduled == {
+        "stages": list(STAGES),
+        "batch_size": stage.config.backfill_batch_size,
+        "max_iterations": stage.config.backfill_max_iterations,
+    }
 
 
 @pytest.mark.parametrize(
@@ -64,5 +75,7 @@ def test_backfill_settings_beyond_the_machine_are_refused_at_synth(overrides: di
 
 
 def test_the_largest_settings_are_accepted() -> None:
-    config = stage_config("dev", {"backfill_max_iterations": "1000", "backfill_batch_size": "500", "backfill_idle_wait_seconds": "0"})
+    config = stage_config(
+        "dev", {"backfill_max_iterations": "1000", "backfill_batch_size": "500", "backfill_idle_wait_seconds": "0"}
+    )
     assert (config.backfill_max_iterations, config.backfill_batch_size, config.backfill_idle_wait_seconds) == (1000, 500, 0)

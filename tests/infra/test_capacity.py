@@ -43,7 +43,9 @@ def test_every_function_behind_the_proxy_has_reserved_concurrency(stage: Synthes
     found = reserved(stage)
     assert len(found) == 5  # ingest, query, three backfill stages
     assert all(value >= 1 for value in found.values()), found
-    by_prefix = {prefix: value for name, value in found.items() for prefix in ("Query", "Ingest", "Backfill") if name.startswith(prefix)}
+    by_prefix = {
+        prefix: value for name, value in found.items() for prefix in ("Query", "Ingest", "Backfill") if name.startswith(prefix)
+    }
     assert by_prefix["Query"] == stage.config.query_reserved_concurrency
     assert by_prefix["Ingest"] == stage.config.ingest_max_concurrency
     assert by_prefix["Backfill"] == stage.config.backfill_reserved_concurrency
@@ -108,5 +110,7 @@ def test_configuration_beyond_the_database_is_refused_with_the_reason(
 
 
 def test_a_bigger_instance_takes_more_after_raising_its_max_connections() -> None:
-    config = stage_config("dev", {"db_instance_class": "t4g.small", "db_max_connections": "160", "query_reserved_concurrency": "100"})
+    config = stage_config(
+        "dev", {"db_instance_class": "t4g.small", "db_max_connections": "160", "query_reserved_concurrency": "100"}
+    )
     assert config.proxy_connection_budget == 128 and config.reserved_concurrency == 111

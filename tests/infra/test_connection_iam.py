@@ -163,7 +163,8 @@ def test_a_function_configured_for_iam_connects_as_the_named_user_with_the_token
     server = conninfo_to_dict(database_url)
     monkeypatch.delenv("DATABASE_URL", raising=False)
     monkeypatch.setenv(
-        IAM_URL_ENV, f"postgresql://{iam_role}@{server.get('host', '127.0.0.1')}:{server.get('port', 5432)}/{server['dbname']}?sslmode=disable"
+        IAM_URL_ENV,
+        f"postgresql://{iam_role}@{server.get('host', '127.0.0.1')}:{server.get('port', 5432)}/{server['dbname']}?sslmode=disable",
     )
     get_settings.cache_clear()
     connection.close_pool()

@@ -32,6 +32,8 @@ def rds_secret(*, username: str, password: str, host: str, port: int) -> dict[st
         "username": username, "password": password, "engine": "postgres", "host": host, "port": port,
         "dbInstanceIdentifier": "meeting-rag-dev",
     }  # fmt: skip
+
+
 LAMBDA_CONTEXT = SimpleNamespace(
     function_name="MeetingRag-dev-MigrationsFunction",
     memory_limit_in_mb=512,

@@ -10,9 +10,8 @@ import math
 import re
 from typing import Any
 
-import pytest
-
 import aws_cdk as cdk
+import pytest
 from aws_cdk.assertions import Annotations, Match
 
 from infra.config import stage_config
@@ -153,7 +152,9 @@ def test_backfill_failed_timed_out_and_the_schedule(stage: Synthesized) -> None:
 
     schedule = alarm(stage, "BackfillScheduleFailed")
     assert metric(schedule) == ("AWS/Events", "FailedInvocations", "Sum", "GreaterThanOrEqualToThreshold", 1, 1, 300)
-    assert schedule["Dimensions"] == [{"Name": "RuleName", "Value": {"Ref": logical_id(stage, "AWS::Events::Rule", "BackfillSchedule")}}]
+    assert schedule["Dimensions"] == [
+        {"Name": "RuleName", "Value": {"Ref": logical_id(stage, "AWS::Events::Rule", "BackfillSchedule")}}
+    ]
 
 
 def test_backfill_that_stops_succeeding_alarms_where_the_schedule_runs(dev: Synthesized, prod: Synthesized) -> None:

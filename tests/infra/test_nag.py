@@ -4,14 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
-from infra import node as _node  # noqa: F401
-
 import aws_cdk as cdk
+import pytest
 from aws_cdk import aws_s3 as s3
 from cdk_nag import AwsSolutionsChecks
 
+from infra import node as _node  # noqa: F401
 from infra.nag import acknowledge
 from tests.infra.conftest import Synthesized
 

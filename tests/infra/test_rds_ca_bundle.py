@@ -86,7 +86,7 @@ def test_the_proxy_roots_are_those_of_mozillas_store(certificates: list) -> None
 
 
 def test_the_regions_the_code_verifies_are_those_with_valid_g1_roots_in_the_bundle(certificates: list) -> None:
-    now = datetime.datetime.now(datetime.timezone.utc)
+    now = datetime.datetime.now(datetime.UTC)
     roots: dict[str, set[str]] = {}
     for cert in certificates:
         if (match := G1_ROOT.fullmatch(common_name(cert))) and cert.not_valid_after_utc > now:

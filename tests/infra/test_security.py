@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from aws_cdk.assertions import Match
-
 from infra.constructs.database import APP_USER
 from rag.store.connection import IAM_URL_ENV
 from tests.infra.conftest import Synthesized, resolve_strings
@@ -111,7 +109,9 @@ def test_ingest_reads_only_documents_of_both_key_forms_and_may_list_the_bucket_f
         if name.startswith("IngestFunctionRole")
     )
     s3_statements = [s for s in ingest_policy if any(a.startswith("s3:") for a in as_list(s["Action"]))]
-    documents_bucket = next(name for name, b in stage.resources("AWS::S3::Bucket").items() if "LoggingConfiguration" in b["Properties"])
+    documents_bucket = next(
+        name for name, b in stage.resources("AWS::S3::Bucket").items() if "LoggingConfiguration" in b["Properties"]
+    )
     by_action = {tuple(as_list(s["Action"])): sorted(resolve_strings(r) for r in as_list(s["Resource"])) for s in s3_statements}
     assert by_action == {
         ("s3:GetObject", "s3:GetObjectVersion"): [f"<{documents_bucket}>/projects/*", f"<{documents_bucket}>/tenants/*"],
@@ -205,7 +205,7 @@ def test_proxy_requires_tls_and_iam_and_functions_connect_with_iam_tokens(stage:
     assert len(connects) == 5
     for statement in connects:
         resource = resolve_strings(statement["Resource"])
-        assert resource.startswith("arn:") and f":dbuser:" in resource and resource.endswith(f"/{APP_USER}")
+        assert resource.startswith("arn:") and ":dbuser:" in resource and resource.endswith(f"/{APP_USER}")
 
 
 def test_only_the_proxy_and_the_migrator_read_the_database_secrets(stage: Synthesized) -> None:
@@ -245,14 +245,16 @@ def test_models_and_secrets_are_granted_by_name(dev: Synthesized, prod: Synthesi
         for _, s in statements(prod)
         if s["Action"] == "secretsmanager:GetSecretValue" and "openai" in resolve_strings(s["Resource"])
     }
-    assert openai == {"arn:<AWS::Partition>:secretsmanager:<AWS::Region>:<AWS::AccountId>:secret:meeting-rag/prod/openai-api-key-??????"}
+    assert openai == {
+        "arn:<AWS::Partition>:secretsmanager:<AWS::Region>:<AWS::AccountId>:secret:meeting-rag/prod/openai-api-key-??????"
+    }
     for result in (dev, prod):
         for function in result.resources("AWS::Lambda::Function").values():
             variables = function["Properties"].get("Environment", {}).get("Variables", {})
             assert not any("sk-" in str(v) or "password" in k.lower() for k, v in variables.items())
-    assert function_named(prod, "handler.lambda_handler", "HTTP API")["Environment"]["Variables"]["RAG_OPENAI_API_KEY_SECRET"] == (
-        "meeting-rag/prod/openai-api-key"
-    )
+    assert function_named(prod, "handler.lambda_handler", "HTTP API")["Environment"]["Variables"][
+        "RAG_OPENAI_API_KEY_SECRET"
+    ] == ("meeting-rag/prod/openai-api-key")
 
 
 def test_functions_use_their_own_roles_without_aws_managed_policies(stage: Synthesized) -> None:
@@ -266,7 +268,11 @@ def test_functions_use_their_own_roles_without_aws_managed_policies(stage: Synth
 
 
 def test_functions_run_in_private_subnets_with_tracing_and_log_retention(stage: Synthesized) -> None:
-    functions = [f["Properties"] for f in stage.resources("AWS::Lambda::Function").values() if f["Properties"].get("Runtime") == "python3.12"]
+    functions = [
+        f["Properties"]
+        for f in stage.resources("AWS::Lambda::Function").values()
+        if f["Properties"].get("Runtime") == "python3.12"
+    ]
     subnet_prefix = "NetworkVpcfunctionsSubnet"
     for function in functions:
         assert function["TracingConfig"] == {"Mode": "Active"}
@@ -274,9 +280,7 @@ def test_functions_run_in_private_subnets_with_tracing_and_log_retention(stage: 
         assert len(function["Layers"]) == 1
     expected_type = "Private" if stage.config.needs_internet_egress else "Isolated"
     function_subnets = [s for n, s in stage.resources("AWS::EC2::Subnet").items() if n.startswith(subnet_prefix)]
-    assert all(
-        {"Key": "aws-cdk:subnet-type", "Value": expected_type} in s["Properties"]["Tags"] for s in function_subnets
-    )
+    assert all({"Key": "aws-cdk:subnet-type", "Value": expected_type} in s["Properties"]["Tags"] for s in function_subnets)
     for group in stage.resources("AWS::Logs::LogGroup").values():
         assert group["Properties"]["RetentionInDays"] == stage.config.log_retention_days
 
@@ -298,7 +302,11 @@ def test_every_route_has_an_authorizer(stage: Synthesized) -> None:
     assert sorted(r["AuthorizationType"] for r in routes) == ["AWS_IAM", "AWS_IAM", "JWT", "JWT"]
     authorizer = stage.resource("AWS::ApiGatewayV2::Authorizer")["Properties"]
     assert authorizer["JwtConfiguration"] == {"Issuer": stage.config.jwt_issuer, "Audience": list(stage.config.jwt_audience)}
-    assert all(r["AuthorizerId"] == {"Ref": next(iter(stage.resources("AWS::ApiGatewayV2::Authorizer")))} for r in routes if r["AuthorizationType"] == "JWT")
+    assert all(
+        r["AuthorizerId"] == {"Ref": next(iter(stage.resources("AWS::ApiGatewayV2::Authorizer")))}
+        for r in routes
+        if r["AuthorizationType"] == "JWT"
+    )
 
 
 def test_api_stages_throttle_and_log_access(stage: Synthesized) -> None:
@@ -312,7 +320,9 @@ def test_api_stages_throttle_and_log_access(stage: Synthesized) -> None:
 
 
 def test_cors_comes_from_configuration(dev: Synthesized, prod: Synthesized) -> None:
-    jwt_api = next(a["Properties"] for a in dev.resources("AWS::ApiGatewayV2::Api").values() if a["Properties"]["Name"].endswith("-Api"))
+    jwt_api = next(
+        a["Properties"] for a in dev.resources("AWS::ApiGatewayV2::Api").values() if a["Properties"]["Name"].endswith("-Api")
+    )
     assert jwt_api["CorsConfiguration"]["AllowOrigins"] == list(dev.config.cors_origins) == ["http://localhost:3000"]
     assert jwt_api["CorsConfiguration"]["AllowMethods"] == ["GET", "POST"]
     assert all("CorsConfiguration" not in a["Properties"] for a in prod.resources("AWS::ApiGatewayV2::Api").values())
@@ -341,9 +351,7 @@ def test_alarms_cover_dlq_errors_throttles_backfill_and_api_and_notify_the_topic
     alarms = [a["Properties"] for a in stage.resources("AWS::CloudWatch::Alarm").values()]
     topic = next(iter(stage.resources("AWS::SNS::Topic")))
     assert all(a["AlarmActions"] == [{"Ref": topic}] for a in alarms)
-    metrics = sorted(
-        (a["Namespace"], a["MetricName"], a.get("Statistic") or a.get("ExtendedStatistic")) for a in alarms
-    )
+    metrics = sorted((a["Namespace"], a["MetricName"], a.get("Statistic") or a.get("ExtendedStatistic")) for a in alarms)
     assert metrics.count(("AWS/Lambda", "Errors", "Sum")) == 5
     assert metrics.count(("AWS/Lambda", "Throttles", "Sum")) == 5
     assert ("AWS/SQS", "ApproximateNumberOfMessagesVisible", "Maximum") in metrics
@@ -363,7 +371,11 @@ def test_the_dead_letter_alarm_notifies_the_topic_with_the_redrive_runbook(stage
         for a in stage.resources("AWS::CloudWatch::Alarm").values()
         if a["Properties"].get("Dimensions") == [{"Name": "QueueName", "Value": {"Fn::GetAtt": [dlq, "QueueName"]}}]
     ]
-    assert (alarm["Namespace"], alarm["MetricName"], alarm["Statistic"]) == ("AWS/SQS", "ApproximateNumberOfMessagesVisible", "Maximum")
+    assert (alarm["Namespace"], alarm["MetricName"], alarm["Statistic"]) == (
+        "AWS/SQS",
+        "ApproximateNumberOfMessagesVisible",
+        "Maximum",
+    )
     assert (alarm["ComparisonOperator"], alarm["Threshold"]) == ("GreaterThanOrEqualToThreshold", 1)  # any message
     assert alarm["AlarmActions"] == [{"Ref": topic}]
     runbook = resolve_strings(alarm["AlarmDescription"])

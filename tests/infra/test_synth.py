@@ -52,7 +52,11 @@ def test_app_script_synthesizes_the_stage_named_in_context(tmp_path: Path) -> No
 def test_context_overrides_are_typed() -> None:
     config = stage_config(
         "dev",
-        {"ingest_max_concurrency": "7", "backfill_schedule_enabled": "true", "cors_origins": "https://a.example, https://b.example"},
+        {
+            "ingest_max_concurrency": "7",
+            "backfill_schedule_enabled": "true",
+            "cors_origins": "https://a.example, https://b.example",
+        },
     )
     assert config.ingest_max_concurrency == 7
     assert config.backfill_schedule_enabled is True

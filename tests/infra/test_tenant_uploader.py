@@ -9,14 +9,12 @@ import json
 from pathlib import Path
 from typing import Any
 
-import pytest
-
-from infra import node as _node  # noqa: F401  (JSII_NODE before aws_cdk)
-
 import aws_cdk as cdk
+import pytest
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
 
+from infra import node as _node  # noqa: F401  (JSII_NODE before aws_cdk)
 from infra.constructs.tenant_uploader import TenantUploader, tenant_prefix
 from tests.infra.conftest import Synthesized, resolve_strings, synthesize
 from tests.infra.test_cfn_lint import IGNORED_CHECKS, lint, template_of

@@ -199,9 +199,9 @@ def test_a_copy_with_other_metadata_cannot_move_a_document_out_of_its_tenant(s3,
         Metadata={"tenant": "acme"}, MetadataDirective="REPLACE",
     )  # fmt: skip
     deliver(handler, s3_notification(BUCKET, key))
-    assert db.execute("SELECT DISTINCT d.tenant_id, c.tenant_id FROM documents d JOIN chunks c ON c.document_id = d.id").fetchall() == [
-        ("globex", "globex")
-    ]
+    assert db.execute(
+        "SELECT DISTINCT d.tenant_id, c.tenant_id FROM documents d JOIN chunks c ON c.document_id = d.id"
+    ).fetchall() == [("globex", "globex")]
 
 
 def test_plain_s3_and_eventbridge_events_are_accepted(s3, handler, db):
@@ -273,7 +273,9 @@ def test_a_file_too_large_for_one_invocation_continues_in_new_messages(s3, handl
         while messages := sqs.receive_message(QueueUrl=queue_url, AttributeNames=["All"]).get("Messages", []):
             invocations += 1
             event = sqs_batch(messages[0]["Body"])
-            event["Records"][0].update(messageId=messages[0]["MessageId"], receiptHandle=messages[0]["ReceiptHandle"], eventSourceARN=queue_arn)
+            event["Records"][0].update(
+                messageId=messages[0]["MessageId"], receiptHandle=messages[0]["ReceiptHandle"], eventSourceARN=queue_arn
+            )
             result = handler(event, LocalContext(function_name="ingest", timeout_ms=0))
             assert result == {"batchItemFailures": []}  # a continuation is not a failure: no retry, no DLQ
             sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=messages[0]["ReceiptHandle"])

@@ -51,7 +51,9 @@ def test_up_ingest_status_down(tmp_path, database_url):
     shutil.copy(FIXTURES / "image.txt", docs / "broken.txt")
 
     def rag(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "rag_local.cli", *args], env=env, capture_output=True, text=True, timeout=300)
+        return subprocess.run(
+            [sys.executable, "-m", "rag_local.cli", *args], env=env, capture_output=True, text=True, timeout=300
+        )
 
     up = rag("up")
     try:
@@ -87,7 +89,10 @@ def test_ingest_without_services_says_what_to_do(tmp_path):
     env = {**os.environ, "RAG_LOCAL_DIR": str(tmp_path)}
     result = subprocess.run(
         [sys.executable, "-m", "rag_local.cli", "ingest", str(FIXTURES / "memo.txt"), "--project", "p"],
-        env=env, capture_output=True, text=True, timeout=60,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert result.returncode == 1 and "run `rag up` first" in result.stderr
 

@@ -24,7 +24,20 @@ def test_each_command_module_registers_commands_that_run_on_args_and_settings(mo
 
 def test_rag_help_lists_the_commands_in_their_order():
     choices = build_parser()._subparsers._group_actions[0].choices  # noqa: SLF001 - argparse keeps them here
-    expected = ["up", "down", "migrate", "ingest", "status", "redrive", "backfill", "search", "serve", "openapi", "report", "eval"]
+    expected = [
+        "up",
+        "down",
+        "migrate",
+        "ingest",
+        "status",
+        "redrive",
+        "backfill",
+        "search",
+        "serve",
+        "openapi",
+        "report",
+        "eval",
+    ]
     assert list(choices) == expected
 
 

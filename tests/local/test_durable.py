@@ -138,7 +138,11 @@ def test_an_object_without_a_row_gets_one_synthetic_created_record_in_s3_shape(s
     [record] = body["Records"]
     assert record["eventSource"] == "aws:s3" and record["eventName"] == "ObjectCreated:Put"
     assert record["eventVersion"] == "2.1" and record["awsRegion"] == "us-east-1"
-    assert record["s3"]["bucket"] == {"name": BUCKET, "ownerIdentity": {"principalId": "rag-local"}, "arn": f"arn:aws:s3:::{BUCKET}"}
+    assert record["s3"]["bucket"] == {
+        "name": BUCKET,
+        "ownerIdentity": {"principalId": "rag-local"},
+        "arn": f"arn:aws:s3:::{BUCKET}",
+    }
     obj = record["s3"]["object"]
     assert obj["key"] == quote_plus(KEY, safe="/") == "projects/acme/meetings/kick+off+2026-11-02.txt"
     assert (obj["size"], obj["eTag"], obj["versionId"]) == (len(BODY), hashlib.md5(BODY).hexdigest(), version)

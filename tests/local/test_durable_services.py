@@ -55,7 +55,9 @@ def test_a_killed_services_process_loses_nothing(tmp_path, database_url):
     ingested = "projects/durable/kickoff.txt"
 
     def rag(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "rag_local.cli", *args], env=env, capture_output=True, text=True, timeout=300)
+        return subprocess.run(
+            [sys.executable, "-m", "rag_local.cli", *args], env=env, capture_output=True, text=True, timeout=300
+        )
 
     def row(key: str) -> tuple | None:
         with psycopg.connect(database_url) as conn:

@@ -48,7 +48,11 @@ def local_services(tmp_path, monkeypatch, database_url) -> Iterator[tuple[object
 
 
 def depth(sqs, url: str) -> int:
-    return int(sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages"])["Attributes"]["ApproximateNumberOfMessages"])
+    return int(
+        sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages"])["Attributes"][
+            "ApproximateNumberOfMessages"
+        ]
+    )
 
 
 def test_redrive_moves_every_dead_letter_back_and_status_shows_the_dlq(local_services, capsys):
@@ -84,7 +88,9 @@ def test_move_dead_letters_keeps_message_attributes():
         sqs = boto3.client("sqs", region_name="us-east-1")
         dlq = sqs.create_queue(QueueName="q-dlq")["QueueUrl"]
         queue = sqs.create_queue(QueueName="q")["QueueUrl"]
-        sqs.send_message(QueueUrl=dlq, MessageBody="{}", MessageAttributes={"origin": {"DataType": "String", "StringValue": "s3"}})
+        sqs.send_message(
+            QueueUrl=dlq, MessageBody="{}", MessageAttributes={"origin": {"DataType": "String", "StringValue": "s3"}}
+        )
         assert move_dead_letters(sqs, dlq, queue) == 1
         [message] = sqs.receive_message(QueueUrl=queue, MessageAttributeNames=["All"])["Messages"]
         assert message["MessageAttributes"]["origin"]["StringValue"] == "s3"

@@ -14,7 +14,13 @@ from rag_local.worker import poll_once, sqs_lambda_record
 
 
 def test_sqs_records_have_the_lambda_event_source_shape():
-    message = {"MessageId": "m1", "ReceiptHandle": "r1", "Body": "{}", "MD5OfBody": "x", "Attributes": {"ApproximateReceiveCount": "1"}}
+    message = {
+        "MessageId": "m1",
+        "ReceiptHandle": "r1",
+        "Body": "{}",
+        "MD5OfBody": "x",
+        "Attributes": {"ApproximateReceiveCount": "1"},
+    }
     record = sqs_lambda_record(message, "arn:aws:sqs:eu-west-1:123456789012:q", "eu-west-1")
     assert record["eventSource"] == "aws:sqs" and record["awsRegion"] == "eu-west-1"
     assert (record["messageId"], record["receiptHandle"], record["body"]) == ("m1", "r1", "{}")

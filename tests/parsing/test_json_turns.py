@@ -76,7 +76,10 @@ def test_many_problems_are_summarised():
     [
         (b'{"turns": [', "t.json: invalid JSON at line 1 column 12: Expecting value"),
         (b"Alice: this is not JSON", "t.json: invalid JSON at line 1 column 1: Expecting value"),
-        (b'"just a string"', 't.json: expected a list of {"speaker", "text", "start"?, "end"?} turns or {"turns": [...]}, got a JSON str'),
+        (
+            b'"just a string"',
+            't.json: expected a list of {"speaker", "text", "start"?, "end"?} turns or {"turns": [...]}, got a JSON str',
+        ),
         (b"[]", "t.json: the transcript has no turns"),
         (b"[" * 100_000 + b"]" * 100_000, "t.json: JSON nested too deeply"),
     ],

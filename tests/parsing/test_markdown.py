@@ -31,7 +31,12 @@ def test_sections_start_at_their_heading_and_keep_fenced_code(parse_fixture):
     body = [doc.text[s.start_char : s.end_char] for s in doc.sections]
     assert body[0] == "Intro text before any heading.\n\n"
     assert [b.split("\n", 1)[0] for b in body[1:]] == [
-        "# Team handbook", "## Meetings ##", "### Notes", "#### Templates", "## Decisions", "# Appendix",
+        "# Team handbook",
+        "## Meetings ##",
+        "### Notes",
+        "#### Templates",
+        "## Decisions",
+        "# Appendix",
     ]
     assert "# this is a comment, not a heading" in body[3]
     assert "## not a heading either\n```\n~~~~" in body[4]  # a ``` line does not close a ~~~~ fence

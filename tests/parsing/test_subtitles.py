@@ -67,9 +67,7 @@ def test_labelled_lines_inside_one_cue_are_separate_turns():
 
 def test_merging_stops_before_a_turn_gets_too_long():
     sentence = "We keep talking about the same battery supplier contract."  # 57 characters
-    cues = "".join(
-        f"00:00:{i:02d}.000 --> 00:00:{i + 1:02d}.000\n<v Dana>{sentence}</v>\n\n" for i in range(40)
-    )
+    cues = "".join(f"00:00:{i:02d}.000 --> 00:00:{i + 1:02d}.000\n<v Dana>{sentence}</v>\n\n" for i in range(40))
     doc = parse_document(f"WEBVTT\n\n{cues}".encode(), "long.vtt")
     assert all(len(t.text) < MERGE_MAX_CHARS for t in doc.turns)
     assert [t.text.count(sentence) for t in doc.turns] == [17, 17, 6]

@@ -19,7 +19,12 @@ def test_design_meeting_turns_speakers_title_and_text(parse_fixture, fixture_byt
     assert [t.index for t in doc.turns] == list(range(22))
     assert doc.participants == SPEAKERS
     assert [t.speaker for t in doc.turns[:6]] == [
-        "Project Manager", "Industrial Designer", "User Interface", "Project Manager", "Industrial Designer", "Marketing",
+        "Project Manager",
+        "Industrial Designer",
+        "User Interface",
+        "Project Manager",
+        "Industrial Designer",
+        "Marketing",
     ]
     assert (doc.turns[0].start_char, doc.turns[0].end_char) == (41, 135)
     assert doc.turns[0].text == "Okay, let's start. The goal today is to agree on the shape of the new remote."
@@ -47,7 +52,9 @@ def test_continuation_lines_extend_the_turn_before(parse_fixture):
         "Industrial Designer: For findability, a locator chime triggered from the TV would work.\n"
         "It would add about forty cents per unit."
     )
-    assert continued[19].text.endswith("asks the supplier about pairing. And I will write up the decisions for the steering group.")
+    assert continued[19].text.endswith(
+        "asks the supplier about pairing. And I will write up the decisions for the steering group."
+    )
 
 
 def test_a_blank_line_does_not_shift_the_numbering(parse_fixture):

@@ -46,7 +46,9 @@ def corpus(database_url):
         project = "small" if d == 0 else "big"
         source = repo.SourceObject("t1", project, "b", f"projects/{project}/doc{d}.txt", content_sha256=str(d))
         parsed = ParsedDocument(kind="document", format="text", text=body)
-        loads.append(DocumentLoad(source, repo.DocumentFields(), parsed, chunks, vectors[d * CHUNKS_PER_DOC : (d + 1) * CHUNKS_PER_DOC]))
+        loads.append(
+            DocumentLoad(source, repo.DocumentFields(), parsed, chunks, vectors[d * CHUNKS_PER_DOC : (d + 1) * CHUNKS_PER_DOC])
+        )
     bulk_load(conn, loads, MODEL, DIM)
     conn.execute("ANALYZE chunks; ANALYZE chunk_lexemes; ANALYZE documents")
     yield conn, vectors
@@ -59,7 +61,9 @@ def semantic(conn, scope, vector, k=10):
 
 
 def plan(conn, scope, vector, mode="semantic", k=10, exact=False) -> str:
-    statement, params = chunk_search_statement(scope, mode=mode, query="battery", query_vector=vector, model_id=MODEL, dimension=DIM, top_k=k, exact=exact)
+    statement, params = chunk_search_statement(
+        scope, mode=mode, query="battery", query_vector=vector, model_id=MODEL, dimension=DIM, top_k=k, exact=exact
+    )
     with conn.transaction():
         set_search_options(conn)
         return "\n".join(r[0] for r in conn.execute("EXPLAIN " + statement, params, prepare=False))
@@ -139,7 +143,8 @@ def bm25_reference(docs: dict[int, list[str]], query: list[str], k1=1.2, b=0.75)
         tf = Counter(terms)
         score = sum(
             math.log(1 + (n - df[q] + 0.5) / (df[q] + 0.5)) * tf[q] * (k1 + 1) / (tf[q] + k1 * (1 - b + b * len(terms) / avgdl))
-            for q in set(query) if q in tf
+            for q in set(query)
+            if q in tf
         )
         if score > 0:
             scores[doc_id] = score
@@ -153,7 +158,9 @@ def test_keyword_scores_equal_a_reference_bm25(corpus):
         "FROM chunks c CROSS JOIN LATERAL unnest(c.search_tsv) t WHERE c.project_id = 'small' GROUP BY c.id"
     ).fetchall()
     docs = {cid: [lex for lex, n in zip(lexemes, counts) for _ in range(n)] for cid, lexemes, counts in rows}
-    query_terms = conn.execute("SELECT tsvector_to_array(to_tsvector('english', 'battery chimes and the retail price'))").fetchone()[0]
+    query_terms = conn.execute(
+        "SELECT tsvector_to_array(to_tsvector('english', 'battery chimes and the retail price'))"
+    ).fetchone()[0]
     reference = bm25_reference(docs, query_terms)
     expected = sorted(reference.items(), key=lambda kv: (-kv[1], kv[0]))[:20]
 

@@ -123,8 +123,12 @@ def bm25_reference(docs: dict[int, list[str]], lengths: dict[int, int], query: l
     for doc_id, terms in docs.items():
         tf = Counter(terms)
         score = sum(
-            math.log(1 + (n - df[q] + 0.5) / (df[q] + 0.5)) * tf[q] * (k1 + 1) / (tf[q] + k1 * (1 - b + b * lengths[doc_id] / avgdl))
-            for q in set(query) if q in tf
+            math.log(1 + (n - df[q] + 0.5) / (df[q] + 0.5))
+            * tf[q]
+            * (k1 + 1)
+            / (tf[q] + k1 * (1 - b + b * lengths[doc_id] / avgdl))
+            for q in set(query)
+            if q in tf
         )
         if score > 0:
             scores[doc_id] = score

@@ -90,9 +90,7 @@ def test_search_never_crosses_tenants_or_models(db):
     vector = unit(7)
     repo.replace_document(db, source("projects/p1/a.txt", "t1"), repo.DocumentFields(), parsed, chunks, [vector], MODEL)
     repo.replace_document(db, source("projects/p1/b.txt", "t2"), repo.DocumentFields(), parsed, chunks, [vector], MODEL)
-    repo.replace_document(
-        db, source("projects/p1/c.txt", "t1"), repo.DocumentFields(), parsed, chunks, [vector], "other/model"
-    )
+    repo.replace_document(db, source("projects/p1/c.txt", "t1"), repo.DocumentFields(), parsed, chunks, [vector], "other/model")
 
     hits = search_chunks(
         db, SearchScope("t1", ("p1",)), mode="semantic", query="q", query_vector=vector, model_id=MODEL, dimension=384, top_k=10
@@ -104,7 +102,9 @@ def test_search_never_crosses_tenants_or_models(db):
 
 def test_new_content_drops_the_old_backfill_and_starts_it_again(db):
     parsed, chunks = transcript(12)
-    document_id = repo.replace_document(db, source(), repo.DocumentFields(), parsed, chunks, [unit(i) for i in range(len(chunks))], MODEL)
+    document_id = repo.replace_document(
+        db, source(), repo.DocumentFields(), parsed, chunks, [unit(i) for i in range(len(chunks))], MODEL
+    )
     segment_id = db.execute(
         """INSERT INTO segments (document_id, tenant_id, project_id, segment_index, title, summary, start_char, end_char, method)
            VALUES (%s, 't1', 'p1', 0, 'Old topic', 'Old summary', 0, 10, 'texttiling') RETURNING id""",
@@ -118,7 +118,9 @@ def test_new_content_drops_the_old_backfill_and_starts_it_again(db):
     db.execute("UPDATE documents SET status = 'extracted', backfill_error = 'earlier failure', backfill_attempts = 2")
 
     changed, changed_chunks = transcript(8)
-    again = repo.replace_document(db, source(), repo.DocumentFields(), changed, changed_chunks, [unit(i) for i in range(len(changed_chunks))], MODEL)
+    again = repo.replace_document(
+        db, source(), repo.DocumentFields(), changed, changed_chunks, [unit(i) for i in range(len(changed_chunks))], MODEL
+    )
 
     assert again == document_id
     assert db.execute("SELECT count(*) FROM segments").fetchone() == (0,)

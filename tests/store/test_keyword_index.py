@@ -15,11 +15,22 @@ def write(db, key: str, texts: list[str], project: str = "p") -> None:
         chunks.append(Chunk(index=i, text=text, start_char=offset, end_char=offset + len(text), token_count=5))
         offset += len(text) + 1
     source = repo.SourceObject("t", project, "b", key, content_sha256=body)
-    repo.replace_document(db, source, repo.DocumentFields(), ParsedDocument("document", "text", body), chunks, [[1.0] + [0.0] * 383] * len(chunks), MODEL)
+    repo.replace_document(
+        db,
+        source,
+        repo.DocumentFields(),
+        ParsedDocument("document", "text", body),
+        chunks,
+        [[1.0] + [0.0] * 383] * len(chunks),
+        MODEL,
+    )
 
 
 def stats(db) -> dict:
-    return {(t, p): (n, total) for t, p, n, total in db.execute("SELECT tenant_id, project_id, chunk_count, total_len FROM keyword_stats")}
+    return {
+        (t, p): (n, total)
+        for t, p, n, total in db.execute("SELECT tenant_id, project_id, chunk_count, total_len FROM keyword_stats")
+    }
 
 
 def recomputed(db) -> dict:
@@ -67,4 +78,6 @@ def test_replace_and_delete_leave_no_orphan_lexeme_rows(db):
     repo.record_failure(db, repo.SourceObject("t", "q", "b", "b"), repo.DocumentFields(), "unparseable")  # its chunks go
     assert db.execute("SELECT count(*) FROM chunks").fetchone() == (0,)
     assert lengths(db) == {}
-    assert db.execute("SELECT count(*) FROM chunk_lexemes l LEFT JOIN chunks c ON c.id = l.chunk_id WHERE c.id IS NULL").fetchone() == (0,)
+    assert db.execute(
+        "SELECT count(*) FROM chunk_lexemes l LEFT JOIN chunks c ON c.id = l.chunk_id WHERE c.id IS NULL"
+    ).fetchone() == (0,)

@@ -13,14 +13,13 @@ from typing import Annotated, Any
 from uuid import UUID
 
 import psycopg
-from psycopg_pool import PoolTimeout
-
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
 from aws_lambda_powertools.event_handler.openapi.exceptions import (
     RequestUnsupportedContentType,
     RequestValidationError,
 )
 from aws_lambda_powertools.event_handler.openapi.params import Path, Query
+from psycopg_pool import PoolTimeout
 
 from rag.api.identity import Unauthenticated, tenant_of
 from rag.api.models import (
@@ -151,10 +150,20 @@ def _search(request: SearchRequest) -> tuple[list[SearchResult], float]:
     ranked, took_ms = run_search(_conn(), get_embedder(settings), settings, _tenant(), request)
     results = [
         SearchResult(
-            id=str(hit.id), type=type_name, score=hit.score, similarity=hit.similarity, content=hit.content,
-            document_id=hit.document_id, project_id=hit.project_id, source=Source(uri=hit.source_uri, title=hit.title),
-            start_char=hit.start_char, end_char=hit.end_char, start_turn=hit.start_turn, end_turn=hit.end_turn,
-            speakers=hit.speakers, metadata=hit.metadata,
+            id=str(hit.id),
+            type=type_name,
+            score=hit.score,
+            similarity=hit.similarity,
+            content=hit.content,
+            document_id=hit.document_id,
+            project_id=hit.project_id,
+            source=Source(uri=hit.source_uri, title=hit.title),
+            start_char=hit.start_char,
+            end_char=hit.end_char,
+            start_turn=hit.start_turn,
+            end_turn=hit.end_turn,
+            speakers=hit.speakers,
+            metadata=hit.metadata,
         )  # fmt: skip
         for type_name, hit in ranked
     ]
@@ -176,8 +185,13 @@ def context(request: ContextRequest) -> ContextResponse:
     text, passages = build_context(results, request.max_tokens, count_cl100k)
     cited = [
         p.result.model_copy(
-            update={"content": p.text, "start_char": p.start_char, "end_char": p.end_char,
-                    "start_turn": p.start_turn, "end_turn": p.end_turn}
+            update={
+                "content": p.text,
+                "start_char": p.start_char,
+                "end_char": p.end_char,
+                "start_turn": p.start_turn,
+                "end_turn": p.end_turn,
+            }
         )  # fmt: skip
         for p in passages
     ]

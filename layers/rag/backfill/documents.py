@@ -27,8 +27,7 @@ MAX_ATTEMPTS = 3
 # configured one goes back to the embed stage (then extract runs again for its items).
 CLAIMABLE: dict[str, str] = {
     "segment": "status = 'raw_ingested'",
-    "embed": "(status = 'segmented' OR (status IN ('embedded', 'extracted')"
-    " AND embedding_model IS DISTINCT FROM %(model)s))",
+    "embed": "(status = 'segmented' OR (status IN ('embedded', 'extracted') AND embedding_model IS DISTINCT FROM %(model)s))",
     "extract": "status = 'embedded' AND embedding_model = %(model)s",
 }
 NEXT_STATUS: dict[str, str] = {"segment": "segmented", "embed": "embedded", "extract": "extracted"}
@@ -91,7 +90,9 @@ def claim_batch(conn: psycopg.Connection, stage: StageName, model_id: str, limit
         turns = json.loads(turns) if isinstance(turns, str) else turns
         body = body or ""
         documents.append(
-            ClaimedDocument(id_, tenant, project, kind or "document", fmt, title, meeting_date, body, turn_spans(body, turns), model)
+            ClaimedDocument(
+                id_, tenant, project, kind or "document", fmt, title, meeting_date, body, turn_spans(body, turns), model
+            )
         )
     return documents
 

@@ -56,8 +56,19 @@ def replace_segments(conn: psycopg.Connection, document: ClaimedDocument, segmen
     )  # fmt: skip
     rows = [
         (
-            document.id, document.tenant_id, document.project_id, s.index, s.title, s.summary, s.start_turn, s.end_turn,
-            s.start_char, s.end_char, list(s.speakers), list(s.heading_path), s.method,
+            document.id,
+            document.tenant_id,
+            document.project_id,
+            s.index,
+            s.title,
+            s.summary,
+            s.start_turn,
+            s.end_turn,
+            s.start_char,
+            s.end_char,
+            list(s.speakers),
+            list(s.heading_path),
+            s.method,
         )  # fmt: skip
         for s in segments
     ]
@@ -90,9 +101,20 @@ def replace_items(
     for kind, (table, own_columns) in ITEM_TABLES.items():
         rows = [
             (
-                document.id, item.segment_id, document.tenant_id, document.project_id, item.start_turn, item.end_turn,
-                item.start_char, item.end_char, list(item.speakers), item.description, item.evidence, item.method,
-                Vector(list(vector)), model_id,
+                document.id,
+                item.segment_id,
+                document.tenant_id,
+                document.project_id,
+                item.start_turn,
+                item.end_turn,
+                item.start_char,
+                item.end_char,
+                list(item.speakers),
+                item.description,
+                item.evidence,
+                item.method,
+                Vector(list(vector)),
+                model_id,
                 *(item.fields.get(column) for column in own_columns),
             )  # fmt: skip
             for item, vector in zip(items, vectors)

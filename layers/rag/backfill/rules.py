@@ -42,7 +42,9 @@ from rag.backfill.models import ItemKind, KnowledgeItem
 from rag.backfill.text import clip
 from rag.backfill.units import Unit
 
-FILLERS = re.compile(r"^(?:(?:okay|ok|so|right|good|well|yeah|yes|sure|then|and|alright|great|fine|uh|um|er|ah|hmm|mm)\b[,.!:]?\s*)+", re.I)
+FILLERS = re.compile(
+    r"^(?:(?:okay|ok|so|right|good|well|yeah|yes|sure|then|and|alright|great|fine|uh|um|er|ah|hmm|mm)\b[,.!:]?\s*)+", re.I
+)
 
 
 def _any(*patterns: str) -> re.Pattern[str]:
@@ -66,8 +68,13 @@ RISK = _any(
     r"\b(?:problem|issue)\s+is\s+that\b", r"\bif\b.{0,80}\b(?:slips|fails|misses|breaks)\b",
 )  # fmt: skip
 NOT_RISK = _any(
-    r"\bno\s+risk\b", r"\blow\s+risk\b", r"\bnot\s+sure\b", r"\brisk\s+assessment\b", r"\bnot\s+worried\b",
-    r"\b(?:is|are)\s+concerned\b(?!\s+(?:about|that))", r"\bconcerned\s+with\b",
+    r"\bno\s+risk\b",
+    r"\blow\s+risk\b",
+    r"\bnot\s+sure\b",
+    r"\brisk\s+assessment\b",
+    r"\bnot\s+worried\b",
+    r"\b(?:is|are)\s+concerned\b(?!\s+(?:about|that))",
+    r"\bconcerned\s+with\b",
 )
 OPPORTUNITY = _any(
     r"\bopportunit(?:y|ies)\b", r"\bwe\s+could\s+also\b", r"\bpotential\s+to\b", r"\bthere(?:'s|\s+is)\s+potential\b",
@@ -78,16 +85,14 @@ MEETING_VERBS = (
     r"be|say|admit|bet|guess|think|have|go\s+with|leave|see|tell\s+you\s+what|start|begin|pick|come|bring|ask|try"
     r"|pursue|move|hand|turn|stop|explain|answer|repeat|continue|make\s+an\s+example|keep\s+it|go\s+(?:on|back|through)"
 )
-SELF_COMMITMENT = re.compile(
-    rf"\bI(?:'ll|\s+will|'m\s+going\s+to|\s+am\s+going\s+to)\s+(?!(?:{MEETING_VERBS})\b)\w+", re.I
-)
+SELF_COMMITMENT = re.compile(rf"\bI(?:'ll|\s+will|'m\s+going\s+to|\s+am\s+going\s+to)\s+(?!(?:{MEETING_VERBS})\b)\w+", re.I)
 NAMED_COMMITMENT = re.compile(r"\b(?P<name>[A-Z][a-z]+)\s+(?:will|is\s+going\s+to)\s+(?!be\b)\w+")
 ROLE_COMMITMENT = re.compile(
     r"\bthe\s+(?P<role>(?:[a-z]+\s+)?(?:manager|lead|team|owner|engineer|designer|department))\s+will\s+(?!be\b)\w+",
     re.I,
 )
 NOT_NAMES = {"It", "That", "This", "There", "We", "They", "He", "She", "You", "Which", "What", "Who", "Then", "So",
-             "Everyone", "Nobody", "Someone", "Everything", "Nothing", "Who", "Where", "When", "How", "If"}  # fmt: skip
+             "Everyone", "Nobody", "Someone", "Everything", "Nothing", "Where", "When", "How", "If"}  # fmt: skip
 VOCATIVE_REQUEST = re.compile(r"^(?P<name>[A-Z][a-z]+),\s+(?:please|can\s+you|could\s+you|would\s+you)\b")
 REQUEST = re.compile(r"^(?:please|can\s+you|could\s+you|would\s+you)\b|\bplease\s+\w+", re.I)
 # "Can you explain ...?" asks for an answer now, not for work after the meeting.

@@ -37,9 +37,7 @@ class ModelStage:
         self.model_id = embedder.model_id
 
 
-def run_stage(
-    conn: psycopg.Connection, stage: Stage, batch_size: int, *, on_document: OnDocument | None = None
-) -> StageResult:
+def run_stage(conn: psycopg.Connection, stage: Stage, batch_size: int, *, on_document: OnDocument | None = None) -> StageResult:
     """Run one batch of ``stage`` in one transaction.
 
     A document's own error is recorded and the batch goes on; a transient error rolls the

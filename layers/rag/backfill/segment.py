@@ -54,9 +54,7 @@ class SegmentStage(ModelStage):
 # --- shared ---------------------------------------------------------------------------
 
 
-def turn_segment(
-    document: ClaimedDocument, index: int, first: int, last: int, title: str, summary: str, method: str
-) -> Segment:
+def turn_segment(document: ClaimedDocument, index: int, first: int, last: int, title: str, summary: str, method: str) -> Segment:
     turns = document.turns[first : last + 1]
     speakers = tuple(dict.fromkeys(t.speaker for t in turns if t.speaker))
     return Segment(

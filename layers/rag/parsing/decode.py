@@ -29,8 +29,7 @@ def decode_text(data: bytes, name: str) -> str:
     except UnicodeDecodeError as exc:
         bad = data[exc.start : exc.start + 4]
         raise ParseError(
-            f"{name}: not valid UTF-8 at byte {exc.start}: {bad!r} ({exc.reason}){_legacy_hint(data)}; "
-            "re-save the file as UTF-8"
+            f"{name}: not valid UTF-8 at byte {exc.start}: {bad!r} ({exc.reason}){_legacy_hint(data)}; re-save the file as UTF-8"
         ) from exc
     text = text.removeprefix(BOM).replace("\r\n", "\n").replace("\r", "\n")
     if not text.strip():

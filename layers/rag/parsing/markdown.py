@@ -28,7 +28,12 @@ def headings(text: str) -> list[tuple[int, int, str]]:
     for line in text[offset:].split("\n"):
         if fence is not None:
             closing = FENCE.match(line)
-            if closing and closing["fence"][0] == fence[0] and len(closing["fence"]) >= len(fence) and not closing["info"].strip():
+            if (
+                closing
+                and closing["fence"][0] == fence[0]
+                and len(closing["fence"]) >= len(fence)
+                and not closing["info"].strip()
+            ):
                 fence = None
         elif opening := FENCE.match(line):
             if not (opening["fence"][0] == "`" and "`" in opening["info"]):  # `` ```x` `` is inline code

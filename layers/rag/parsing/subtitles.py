@@ -43,12 +43,7 @@ def parse_captions(text: str, name: str, fmt: CaptionFormat) -> ParsedDocument:
     for cue in _cues(text):
         for speaker, utterance in _voices("\n".join(cue.lines)):
             last = raw[-1] if raw else None
-            if (
-                last is not None
-                and speaker != UNKNOWN
-                and last[0] == speaker
-                and len(last[1]) + len(utterance) < MERGE_MAX_CHARS
-            ):
+            if last is not None and speaker != UNKNOWN and last[0] == speaker and len(last[1]) + len(utterance) < MERGE_MAX_CHARS:
                 raw[-1] = (speaker, f"{last[1]} {utterance}", last[2], cue.end)
             else:
                 raw.append((speaker, utterance, cue.start, cue.end))

@@ -21,9 +21,7 @@ _NAME = r"[^\W\d_][\w.'’&/-]*(?:[ \t]+[\w.'’&/-]+){0,5}"
 # "The Chair (Hon. Anthony Rota (Nipissing, Lib.))".
 _ROLE = r"\((?:[^()\n:]|\([^()\n:]*\))*\)"
 # The utterance may be empty ("PhD A: "): that line is still a turn, so numbering holds.
-SPEAKER_LINE = re.compile(
-    rf"^[ \t]*(?P<speaker>(?P<name>{_NAME})(?:[ \t]*{_ROLE})?)[ \t]*:(?:[ \t]+(?P<text>.*?))?[ \t]*$"
-)
+SPEAKER_LINE = re.compile(rf"^[ \t]*(?P<speaker>(?P<name>{_NAME})(?:[ \t]*{_ROLE})?)[ \t]*:(?:[ \t]+(?P<text>.*?))?[ \t]*$")
 MAX_NAME_CHARS = 60
 MAX_SPEAKER_CHARS = 160
 

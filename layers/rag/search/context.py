@@ -33,7 +33,12 @@ def merge_neighbours(results: Sequence[Any]) -> list[Passage]:
         for i, passage in enumerate(passages):
             same_document = passage.result.document_id == result.document_id
             both_chunks = _type_of(passage.result) == _type_of(result) == "chunk"
-            if same_document and both_chunks and result.start_char <= passage.end_char + 1 and result.end_char >= passage.start_char - 1:
+            if (
+                same_document
+                and both_chunks
+                and result.start_char <= passage.end_char + 1
+                and result.end_char >= passage.start_char - 1
+            ):
                 passages[i] = _union(passage, result)
                 break
         else:
@@ -75,15 +80,17 @@ def _union(passage: Passage, result: Any) -> Passage:
     )  # fmt: skip
 
 
-def build_context(
-    results: Sequence[Any], max_tokens: int, count_tokens: Callable[[str], int]
-) -> tuple[str, list[Passage]]:
+def build_context(results: Sequence[Any], max_tokens: int, count_tokens: Callable[[str], int]) -> tuple[str, list[Passage]]:
     """The context string and the passages it cites, in citation order."""
     blocks: list[str] = []
     cited: list[Passage] = []
     used = 0
     for passage in merge_neighbours(results):
-        where = f"turns {passage.start_turn}-{passage.end_turn}" if passage.start_turn is not None else f"chars {passage.start_char}-{passage.end_char}"
+        where = (
+            f"turns {passage.start_turn}-{passage.end_turn}"
+            if passage.start_turn is not None
+            else f"chars {passage.start_char}-{passage.end_char}"
+        )
         title = passage.result.source.title or passage.result.source.uri
         block = f"[{len(cited) + 1}] {title} ({passage.result.source.uri}, {where})\n{_label(passage.result)}{passage.text}"
         cost = count_tokens(block) + (2 if blocks else 0)  # the blank line between blocks

@@ -267,12 +267,19 @@ _KEYWORD_CTES = {"postings_bm25": _postings_keyword_cte, "tsvector_bm25": _tsvec
 def _min_max(value: str) -> str:
     """``value`` scaled to 0..1 over the rows that have it (1 when they all score alike; NULL stays NULL)."""
     low, high = f"min({value}) OVER ()", f"max({value}) OVER ()"
-    return f"CASE WHEN {value} IS NULL THEN NULL WHEN {high} > {low} THEN ({value} - {low}) / ({high} - {low}) ELSE 1.0::float8 END"
+    return (
+        f"CASE WHEN {value} IS NULL THEN NULL WHEN {high} > {low} THEN ({value} - {low}) / ({high} - {low}) ELSE 1.0::float8 END"
+    )
 
 
 def search_types(
-    conn: psycopg.Connection, specs: Sequence[SearchableType], scope: SearchScope, *, ef_search: int = 100,
-    timeout_ms: int | None = None, **options: Any,
+    conn: psycopg.Connection,
+    specs: Sequence[SearchableType],
+    scope: SearchScope,
+    *,
+    ef_search: int = 100,
+    timeout_ms: int | None = None,
+    **options: Any,
 ) -> dict[str, list[Hit]]:
     """The top rows of each type for a query under ``scope`` (options: see ``search_statement``).
 

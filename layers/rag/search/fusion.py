@@ -29,9 +29,7 @@ if TYPE_CHECKING:
     from rag.search.engine import FusionWeights, Hit, Mode
 
 
-def merge_types(
-    hits_by_type: Mapping[str, list[Hit]], *, mode: Mode, top_k: int, fusion: FusionWeights
-) -> list[tuple[str, Hit]]:
+def merge_types(hits_by_type: Mapping[str, list[Hit]], *, mode: Mode, top_k: int, fusion: FusionWeights) -> list[tuple[str, Hit]]:
     """(type, hit) pairs, best first, at most ``top_k``."""
     pairs = [(type_name, hit) for type_name, hits in hits_by_type.items() for hit in hits]
     if len(hits_by_type) <= 1:
@@ -74,9 +72,7 @@ def _convex_scores(pairs: Pairs, on_semantic_side: Pairs, fusion: FusionWeights)
     for type_name in dict.fromkeys(t for t, _ in pairs):
         keyword |= _scaled({(t, h.id): h.keyword_score for t, h in pairs if t == type_name and h.keyword_score is not None})
     share = fusion.semantic_share
-    return [
-        share * similarity.get((t, h.id), 0.0) + (1.0 - share) * keyword.get((t, h.id), 0.0) for t, h in pairs
-    ]
+    return [share * similarity.get((t, h.id), 0.0) + (1.0 - share) * keyword.get((t, h.id), 0.0) for t, h in pairs]
 
 
 def _scaled(values: dict[tuple[str, int], float]) -> dict[tuple[str, int], float]:

@@ -56,9 +56,7 @@ class LLMReranker:
 
     def __init__(self, settings: Settings):
         # Its own short timeout and one retry: a search waits for it.
-        self.settings = settings.model_copy(
-            update={"llm_timeout_seconds": settings.rerank_timeout_seconds, "llm_max_retries": 1}
-        )
+        self.settings = settings.model_copy(update={"llm_timeout_seconds": settings.rerank_timeout_seconds, "llm_max_retries": 1})
 
     def grades(self, query: str, passages: Sequence[str]) -> list[float]:
         from rag.backfill.llm import numbered_units, structured_completion

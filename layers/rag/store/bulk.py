@@ -52,7 +52,9 @@ def bulk_load(
         parallel_workers = max(1, (os.cpu_count() or 2) - 1)
     written = 0
     with conn.transaction():
-        conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(sql.Identifier(embedding_index_name("chunks", model_id, dimension))))
+        conn.execute(
+            sql.SQL("DROP INDEX IF EXISTS {}").format(sql.Identifier(embedding_index_name("chunks", model_id, dimension)))
+        )
         conn.execute("SET LOCAL statement_timeout = 0")  # the index build is the long part, by design
         document_ids = []
         for load in loads:

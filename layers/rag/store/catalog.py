@@ -20,7 +20,9 @@ def _rows(conn: psycopg.Connection, statement: str, params: Any) -> list[dict[st
 
 def list_projects(conn: psycopg.Connection, tenant_id: str) -> list[dict[str, Any]]:
     return _rows(
-        conn, f"SELECT {PROJECT_COLUMNS} FROM documents WHERE tenant_id = %s GROUP BY project_id ORDER BY project_id", (tenant_id,)
+        conn,
+        f"SELECT {PROJECT_COLUMNS} FROM documents WHERE tenant_id = %s GROUP BY project_id ORDER BY project_id",
+        (tenant_id,),
     )
 
 

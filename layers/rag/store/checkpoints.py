@@ -30,10 +30,13 @@ def save(conn: psycopg.Connection, source: SourceObject, model_id: str, vectors:
             "DELETE FROM ingest_checkpoints WHERE bucket = %s AND object_key = %s AND content_sha256 <> %s",
             (source.bucket, source.key, source.content_sha256),
         )
-        with conn.cursor() as cur, cur.copy(
-            "COPY ingest_checkpoints (bucket, object_key, content_sha256, embedding_model, chunk_index, embedding)"
-            " FROM STDIN WITH (FORMAT BINARY)"
-        ) as copy:
+        with (
+            conn.cursor() as cur,
+            cur.copy(
+                "COPY ingest_checkpoints (bucket, object_key, content_sha256, embedding_model, chunk_index, embedding)"
+                " FROM STDIN WITH (FORMAT BINARY)"
+            ) as copy,
+        ):
             copy.set_types(("text", "text", "text", "text", "int4", "vector"))
             for index, vector in vectors.items():
                 copy.write_row((source.bucket, source.key, source.content_sha256, model_id, index, vector_value(vector)))

@@ -77,8 +77,7 @@ def check_checksums(migrations: Sequence[Migration], recorded: dict[str, str]) -
     if not edited:
         return
     details = "; ".join(
-        f"{m.path.name} ({m.path}): recorded checksum {recorded[m.version]}, current checksum {m.checksum}"
-        for m in edited
+        f"{m.path.name} ({m.path}): recorded checksum {recorded[m.version]}, current checksum {m.checksum}" for m in edited
     )
     raise MigrationChecksumError(
         f"applied migration file(s) changed since they ran: {details}. Databases that already applied them would"
@@ -311,9 +310,7 @@ def migrate_database(settings: Settings, url: str | None = None, *, build_large_
         return applied
 
 
-def build_embedding_indexes(
-    settings: Settings, url: str | None = None, *, maintenance_work_mem: str | None = None
-) -> list[str]:
+def build_embedding_indexes(settings: Settings, url: str | None = None, *, maintenance_work_mem: str | None = None) -> list[str]:
     """The configured model's missing vector indexes, built concurrently (the migrator's build-indexes invocation)."""
     from rag.store.connection import connect, resolve_database_url
 

@@ -46,9 +46,7 @@ def pipeline_status(conn: psycopg.Connection, *, model_id: str | None = None, ma
     from rag.backfill.stages import STAGES
 
     status = PipelineStatus()
-    for project, state, count in conn.execute(
-        "SELECT project_id, status, count(*) FROM documents GROUP BY 1, 2 ORDER BY 1, 2"
-    ):
+    for project, state, count in conn.execute("SELECT project_id, status, count(*) FROM documents GROUP BY 1, 2 ORDER BY 1, 2"):
         status.counts[(project, state)] = count
     status.chunks = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
     status.failures = [

@@ -23,7 +23,9 @@ def register(subparsers: Subparsers) -> None:
     backfill.add_argument("--run-until-complete", action="store_true", help="repeat batches until nothing is left")
     backfill.add_argument("--limit", type=int, metavar="N", help="process at most N documents per stage")
     backfill.add_argument("--batch-size", type=int, default=10, metavar="N", help="documents per batch (default 10)")
-    backfill.add_argument("--retry-failed", action="store_true", help="first make documents that exhausted their attempts claimable again")
+    backfill.add_argument(
+        "--retry-failed", action="store_true", help="first make documents that exhausted their attempts claimable again"
+    )
     backfill.add_argument(
         "--state-machine", action="store_true",
         help="run the CDK-synthesized state machine in moto instead (needs the infra extra; implies until complete)",

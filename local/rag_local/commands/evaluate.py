@@ -21,11 +21,20 @@ def register(subparsers: Subparsers) -> None:
         "MRR@10, nDCG@10, coverage@10 and the mean hit size in turns, overall and per project.",
     )
     evaluate.add_argument("--transcripts", type=Path, required=True, metavar="DIR", help="<project>/<meeting_id>.txt files")
-    evaluate.add_argument("--queries", type=Path, required=True, metavar="FILE",
-                          help='JSON lines: {"qid", "meeting_id", "domain", "query", "relevant_turns": [[s, e], ...]}')
+    evaluate.add_argument(
+        "--queries",
+        type=Path,
+        required=True,
+        metavar="FILE",
+        help='JSON lines: {"qid", "meeting_id", "domain", "query", "relevant_turns": [[s, e], ...]}',
+    )
     evaluate.add_argument("--mode", choices=["semantic", "keyword", "hybrid", "all"], default="all", help="default all")
-    evaluate.add_argument("--setting", choices=["meeting", "project", "both"], default="both",
-                          help="meeting: search the query's own meeting; project: its whole project (default both)")
+    evaluate.add_argument(
+        "--setting",
+        choices=["meeting", "project", "both"],
+        default="both",
+        help="meeting: search the query's own meeting; project: its whole project (default both)",
+    )
     evaluate.add_argument("--out", type=Path, metavar="DIR", help="write <setting>-<mode>.results.jsonl/.scores.json here")
     evaluate.add_argument("--top-k", type=int, default=10, help="hits per query (default 10)")
     evaluate.add_argument("--fresh", action="store_true", help="re-ingest everything into a new database")

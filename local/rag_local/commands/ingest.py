@@ -111,9 +111,10 @@ def _wait_for(settings: Settings, expected: dict[str, str], args: argparse.Names
 
     done: dict[str, tuple[str, str | None]] = {}
     deadline = time.monotonic() + args.timeout
-    with connect(resolve_database_url(settings)) as conn, tqdm(
-        total=len(expected), desc="ingest", unit="file", disable=args.quiet
-    ) as bar:
+    with (
+        connect(resolve_database_url(settings)) as conn,
+        tqdm(total=len(expected), desc="ingest", unit="file", disable=args.quiet) as bar,
+    ):
         while len(done) < len(expected) and time.monotonic() < deadline:
             for state in object_states(conn, settings.local_bucket, [k for k in expected if k not in done]):
                 if state.content_sha256 == expected[state.object_key]:

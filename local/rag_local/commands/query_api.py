@@ -53,7 +53,11 @@ def search_command(args: argparse.Namespace, settings: Settings) -> int:
         return 0
     print(f"{len(results)} results in {payload['took_ms']:.0f} ms ({args.mode})")
     for rank, hit in enumerate(results, 1):
-        where = f"turns {hit['start_turn']}-{hit['end_turn']}" if hit["start_turn"] is not None else f"chars {hit['start_char']}-{hit['end_char']}"
+        where = (
+            f"turns {hit['start_turn']}-{hit['end_turn']}"
+            if hit["start_turn"] is not None
+            else f"chars {hit['start_char']}-{hit['end_char']}"
+        )
         similarity = f"{hit['similarity']:.3f}" if hit["similarity"] is not None else "  -  "
         snippet = " ".join(hit["content"].split())[:150]
         kind = "" if hit["type"] == "chunk" else f"[{hit['type']}] "

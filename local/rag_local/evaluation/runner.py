@@ -71,7 +71,9 @@ def ingest_fingerprint(settings: Settings) -> str:
     digest.update(f"{settings.embedding_model_id}|{settings.chunk_tokens}|{settings.chunk_overlap_tokens}".encode())
     for name in INGEST_CODE:
         path = REPO_ROOT / name
-        for file in sorted(path.rglob("*.py") if path.is_dir() else [path]) + sorted(path.rglob("*.sql") if path.is_dir() else []):
+        for file in sorted(path.rglob("*.py") if path.is_dir() else [path]) + sorted(
+            path.rglob("*.sql") if path.is_dir() else []
+        ):
             digest.update(file.relative_to(REPO_ROOT).as_posix().encode())
             digest.update(file.read_bytes())
     return digest.hexdigest()[:12]
@@ -172,9 +174,7 @@ def ingest(transcripts: list[Transcript], database_url: str, *, progress: bool) 
 
     keys = {object_key(t): t for t in transcripts}
     with connect(database_url) as conn:
-        rows = conn.execute(
-            "SELECT object_key, id, status, error FROM documents WHERE bucket = %s", (EVAL_BUCKET,)
-        ).fetchall()
+        rows = conn.execute("SELECT object_key, id, status, error FROM documents WHERE bucket = %s", (EVAL_BUCKET,)).fetchall()
         for key, *_ in rows:
             if key not in keys:  # a transcript removed from the folder since the last run
                 repo.delete_by_key(conn, EVAL_BUCKET, key)
