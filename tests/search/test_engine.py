@@ -50,7 +50,7 @@ def corpus(database_url):
             DocumentLoad(source, repo.DocumentFields(), parsed, chunks, vectors[d * CHUNKS_PER_DOC : (d + 1) * CHUNKS_PER_DOC])
         )
     bulk_load(conn, loads, MODEL, DIM)
-    conn.execute("ANALYZE chunks; ANALYZE chunk_terms; ANALYZE documents")
+    conn.execute("ANALYZE chunks; ANALYZE chunk_lexemes; ANALYZE documents")
     yield conn, vectors
     conn.execute("TRUNCATE documents CASCADE; TRUNCATE keyword_stats")
     conn.close()
@@ -124,9 +124,14 @@ def test_an_exact_search_skips_the_index_and_returns_the_true_top_k(corpus):
     assert [h.content.rsplit(" ", 1)[1] for h in hits] == [f"item0x{i}" for i in expected]  # in order, not only as a set
 
 
-def test_the_postings_index_serves_keyword_search(corpus):
+def test_indexes_serve_keyword_search(corpus):
+    """BM25 reads the chunks' tsvectors: a large project's matches through their GIN index, a small one's rows by project."""
     conn, _ = corpus
-    assert "chunk_terms_pkey" in plan(conn, SearchScope("t1", ("small",)), None, mode="keyword")
+    big = plan(conn, SearchScope("t1", ("big",)), None, mode="keyword")
+    small = plan(conn, SearchScope("t1", ("small",)), None, mode="keyword")
+    assert "chunks_search_tsv_idx" in big
+    assert "chunks_tenant_project_idx" in small
+    assert "Seq Scan on chunks" not in big + small
 
 
 def bm25_reference(docs: dict[int, list[str]], query: list[str], k1=1.2, b=0.75) -> dict[int, float]:

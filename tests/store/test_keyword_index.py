@@ -1,4 +1,4 @@
-"""Postings and per-project statistics stay exact through insert, replace and delete."""
+"""BM25 bookkeeping (chunk lengths, per-project statistics) stays exact through insert, replace and delete."""
 
 from __future__ import annotations
 
@@ -34,10 +34,23 @@ def stats(db) -> dict:
 
 
 def recomputed(db) -> dict:
+    """The statistics counted afresh from the chunks' tsvectors."""
     rows = db.execute(
-        """SELECT tenant_id, project_id, count(DISTINCT chunk_id), sum(tf) FROM chunk_terms GROUP BY 1, 2"""
+        """SELECT c.tenant_id, c.project_id, count(DISTINCT c.id), sum(cardinality(t.positions))
+           FROM chunks c CROSS JOIN LATERAL unnest(c.search_tsv) t GROUP BY 1, 2"""
     ).fetchall()
     return {(t, p): (n, total) for t, p, n, total in rows}
+
+
+def lengths(db) -> dict[int, int]:
+    return dict(db.execute("SELECT chunk_id, len FROM chunk_lexemes").fetchall())
+
+
+def expected_lengths(db) -> dict[int, int]:
+    rows = db.execute(
+        "SELECT c.id, sum(cardinality(t.positions)) FROM chunks c CROSS JOIN LATERAL unnest(c.search_tsv) t GROUP BY 1"
+    ).fetchall()
+    return dict(rows)
 
 
 def test_stats_follow_insert_replace_and_delete(db):
@@ -45,12 +58,26 @@ def test_stats_follow_insert_replace_and_delete(db):
     write(db, "a", ["The batteries were charged", "Budget budget budget", "and the of"])  # last: stop words only
     write(db, "b", ["Supplier delivery in March"], project="q")
     assert stats(db) == recomputed(db) == {("t", "p"): (2, 5), ("t", "q"): (1, 3)}
-    tf = db.execute("SELECT tf, chunk_len FROM chunk_terms WHERE term = 'budget'").fetchall()
-    assert tf == [(3, 3)]
+    budget = db.execute("SELECT id FROM chunks WHERE content = 'Budget budget budget'").fetchone()[0]
+    assert lengths(db)[budget] == 3
+    assert lengths(db) == expected_lengths(db)  # the stop-words-only chunk has no length row
 
     write(db, "a", ["Budget cut"])
     assert stats(db)[("t", "p")] == recomputed(db)[("t", "p")] == (1, 2)
 
     repo.delete_by_key(db, "b", "b")
     assert stats(db)[("t", "q")] == (0, 0)
-    assert db.execute("SELECT count(*) FROM chunk_terms WHERE project_id = 'q'").fetchone() == (0,)
+
+
+def test_replace_and_delete_leave_no_orphan_lexeme_rows(db):
+    write(db, "a", ["Budget cut in March", "Supplier delivery"])
+    write(db, "b", ["Battery charger"], project="q")
+    write(db, "a", ["Budget approved", "Supplier late", "Logo"])  # replaced: new chunk ids
+    assert lengths(db) == expected_lengths(db)
+    repo.delete_by_key(db, "b", "a")
+    repo.record_failure(db, repo.SourceObject("t", "q", "b", "b"), repo.DocumentFields(), "unparseable")  # its chunks go
+    assert db.execute("SELECT count(*) FROM chunks").fetchone() == (0,)
+    assert lengths(db) == {}
+    assert db.execute(
+        "SELECT count(*) FROM chunk_lexemes l LEFT JOIN chunks c ON c.id = l.chunk_id WHERE c.id IS NULL"
+    ).fetchone() == (0,)

@@ -68,11 +68,8 @@ def test_a_badly_named_migration_file_is_refused(tmp_path: Path):
 def test_marker_free_tsvectors_replace_the_old_ones_and_postings_are_rebuilt(database_url: str, tmp_path: Path):
     """A database migrated before 0004, holding a chunk with markers, is re-indexed by it."""
     import psycopg
-    from pgvector.psycopg import register_vector
     from psycopg.conninfo import make_conninfo
 
-    from rag.parsing.model import Chunk, ParsedDocument
-    from rag.store import documents as repo
     from rag.store.connection import connect
 
     for migration in discover(REPO_ROOT / "sql"):
@@ -84,20 +81,128 @@ def test_marker_free_tsvectors_replace_the_old_ones_and_postings_are_rebuilt(dat
     try:
         with connect(make_conninfo(database_url, dbname=name), register=False) as conn:
             migrate(conn, tmp_path, {MODEL: 384})
-            register_vector(conn)
             text = "The budget {disfmarker} again {vocalsound}"
-            source = repo.SourceObject("t", "p", "b", "a.txt", content_sha256="x")
-            chunk = Chunk(index=0, text=text, start_char=0, end_char=len(text), token_count=5)
-            parsed = ParsedDocument("document", "text", text)
-            repo.replace_document(conn, source, repo.DocumentFields(), parsed, [chunk], [[1.0] + [0.0] * 383], MODEL)
+            # The rows as the write path of that time left them (today's writes BM25 bookkeeping of sql/0009):
+            # the chunk, then its postings and statistics by sql/0002's own statements.
+            doc = conn.execute(
+                "INSERT INTO documents (tenant_id, project_id, bucket, object_key, status)"
+                " VALUES ('t', 'p', 'b', 'a.txt', 'raw_ingested') RETURNING id"
+            ).fetchone()[0]
+            conn.execute(
+                "INSERT INTO chunks (document_id, tenant_id, project_id, chunk_index, content, token_count, start_char, end_char)"
+                " VALUES (%s, 't', 'p', 0, %s, 5, 0, %s)", (doc, text, len(text))
+            )  # fmt: skip
+            postings = (REPO_ROOT / "sql" / "0002_keyword_index_and_query_log.sql").read_text()
+            conn.execute(postings[postings.index("-- Postings and statistics for chunks ingested before") :])
             before = {row[0] for row in conn.execute("SELECT term FROM chunk_terms")}
             assert before == {"budget", "disfmark", "vocalsound"}  # "again" is an english stop word
 
             assert migrate(conn, REPO_ROOT / "sql", {MODEL: 384})[0] == "0004"
 
-            assert {row[0] for row in conn.execute("SELECT term FROM chunk_terms")} == {"budget"}
+            # Since 0009 BM25 reads the tsvector itself (chunk_terms is gone) and the chunk's length.
+            assert conn.execute("SELECT len, lexemes::text FROM chunk_lexemes").fetchall() == [(1, "'budget'")]
             assert conn.execute("SELECT chunk_count, total_len FROM keyword_stats").fetchall() == [(1, 1)]
             assert conn.execute("SELECT search_tsv::text FROM chunks").fetchone() == ("'budget':2",)
+    finally:
+        with psycopg.connect(database_url, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+# The BM25 read side before 0009: postings in chunk_terms (the engine's statement as it was then).
+_POSTINGS_BM25_BEFORE_0009 = """{query_terms},
+    term_df AS (
+        SELECT ct.project_id, ct.term, count(*)::float8 AS df
+        FROM chunk_terms ct JOIN query_terms q ON q.term = ct.term
+        WHERE ct.tenant_id = %(tenant)s {projects}
+        GROUP BY ct.project_id, ct.term),
+    keyword AS (
+        SELECT id, score, row_number() OVER (ORDER BY score DESC, id) AS rank FROM (
+            SELECT ct.chunk_id AS id,
+                   sum(ln(1.0::float8 + (ks.chunk_count - df.df + 0.5::float8) / (df.df + 0.5::float8))
+                       * ct.tf * (1.2::float8 + 1.0::float8)
+                       / (ct.tf + 1.2::float8 * (1.0::float8 - 0.75::float8
+                          + 0.75::float8 * ct.chunk_len / greatest(ks.total_len::float8 / greatest(ks.chunk_count, 1), 1.0::float8)))
+                   ) AS score
+            FROM chunk_terms ct
+            JOIN term_df df ON df.project_id = ct.project_id AND df.term = ct.term
+            JOIN keyword_stats ks ON ks.tenant_id = ct.tenant_id AND ks.project_id = ct.project_id
+            JOIN {table} c ON c.id = ct.chunk_id {join_documents}
+            WHERE ct.tenant_id = %(tenant)s AND {where}
+            GROUP BY ct.chunk_id
+            ORDER BY score DESC, ct.chunk_id LIMIT %(candidates)s) k)"""
+
+
+def test_0009_moves_bm25_to_the_tsvectors_of_a_database_with_chunks(database_url: str, tmp_path: Path, monkeypatch):
+    """A database with chunks and chunk_terms postings: 0009 rebuilds lengths and stats, drops the
+    postings, and every keyword search ranks the same chunks with the same scores as before."""
+    import numpy as np
+    import psycopg
+    from psycopg.conninfo import make_conninfo
+
+    from rag.search import engine
+    from rag.search.engine import SearchScope, search_chunks
+    from rag.store.connection import connect
+
+    for migration in discover(REPO_ROOT / "sql"):
+        if migration.version < "0009":
+            (tmp_path / migration.path.name).write_bytes(migration.path.read_bytes())
+    words = "battery supplier march budget remote button chime plastic launch risk price retail logo charger the and".split()
+    name = f"{psycopg.conninfo.conninfo_to_dict(database_url)['dbname']}_bm25"
+    with psycopg.connect(database_url, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    try:
+        with connect(make_conninfo(database_url, dbname=name), register=False) as conn:
+            migrate(conn, tmp_path, {})
+            rng = np.random.default_rng(3)
+            for d, project in enumerate(["p", "p", "p", "q", "q"]):
+                doc = conn.execute(
+                    "INSERT INTO documents (tenant_id, project_id, bucket, object_key, status)"
+                    " VALUES ('t', %s, 'b', %s, 'raw_ingested') RETURNING id", (project, f"d{d}")
+                ).fetchone()[0]  # fmt: skip
+                for i in range(30):
+                    text = " ".join(rng.choice(words, size=int(rng.integers(1, 25))))
+                    conn.execute(
+                        "INSERT INTO chunks (document_id, tenant_id, project_id, chunk_index, content, token_count,"
+                        " start_char, end_char) VALUES (%s, 't', %s, %s, %s, 1, 0, 0)", (doc, project, i, text)
+                    )  # fmt: skip
+            # The postings and statistics as the write path kept them before 0009 (sql/0004's rebuild).
+            rebuild = (REPO_ROOT / "sql" / "0004_index_text_without_transcript_markers.sql").read_text()
+            conn.execute(rebuild[rebuild.index("TRUNCATE chunk_terms") :])
+            doc_p = conn.execute("SELECT id::text FROM documents WHERE object_key = 'd1'").fetchone()[0]
+            scopes = [SearchScope("t", ("p",)), SearchScope("t"), SearchScope("t", ("p",), document_ids=(doc_p,))]
+            queries = ["battery price", "the chime and the retail logo", "march", "nothing matches"]
+
+            def results() -> list[dict[int, float]]:
+                return [
+                    {h.id: h.score for h in search_chunks(conn, scope, mode="keyword", query=query, query_vector=None,
+                                                          model_id=MODEL, dimension=384, top_k=1000)}
+                    for scope in scopes for query in queries
+                ]  # fmt: skip
+
+            def old_cte(table: str, where: str, join_documents: str) -> str:
+                projects = "AND ct.project_id = ANY(%(projects)s)" if "%(projects)s" in where else ""
+                return _POSTINGS_BM25_BEFORE_0009.format(
+                    query_terms=engine._QUERY_TERMS, projects=projects, table=table, where=where, join_documents=join_documents
+                )
+
+            with monkeypatch.context() as patched:
+                patched.setitem(engine._KEYWORD_CTES, "postings_bm25", old_cte)
+                before = results()
+            stats_before = conn.execute("SELECT * FROM keyword_stats ORDER BY 1, 2").fetchall()
+
+            assert "0009" in migrate(conn, REPO_ROOT / "sql", {})
+
+            assert conn.execute("SELECT to_regclass('chunk_terms')").fetchone() == (None,)
+            assert conn.execute("SELECT * FROM keyword_stats ORDER BY 1, 2").fetchall() == stats_before
+            after = results()
+            assert any(before) and [set(r) for r in after] == [set(r) for r in before]
+            for new, old in zip(after, before):
+                assert new == pytest.approx(old, rel=1e-12)
+            # Idempotent: run again, the same lengths and statistics.
+            lengths = conn.execute("SELECT * FROM chunk_lexemes ORDER BY 1").fetchall()
+            conn.execute((REPO_ROOT / "sql" / "0009_bm25_from_chunk_tsvectors.sql").read_text())
+            assert conn.execute("SELECT * FROM chunk_lexemes ORDER BY 1").fetchall() == lengths
+            assert conn.execute("SELECT * FROM keyword_stats ORDER BY 1, 2").fetchall() == stats_before
     finally:
         with psycopg.connect(database_url, autocommit=True) as admin:
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')

@@ -11,7 +11,8 @@ its table, the text shown as content, its metadata fields, its keyword ranking.
   sort by distance. The planner cannot make that choice itself: it costs the HNSW scan as
   if the filter kept every row it visits, and on a 1% filter the iterative scan visits
   (and fetches from the heap) about a hundred rows for each one it keeps.
-- Keyword, chunks: exact BM25 (k1 1.2, b 0.75) over the ``chunk_terms`` postings, with IDF and
+- Keyword, chunks: exact BM25 (k1 1.2, b 0.75) over the chunks' ``search_tsv`` (GIN index, term
+  frequencies from positions) and ``chunk_lexemes`` (lengths, document frequencies), with IDF and
   average length from the whole project (better than per-meeting statistics, even
   when a search is filtered to one meeting). Query terms are ORed: a natural-language
   question rarely has every word in one chunk.
@@ -221,28 +222,43 @@ _QUERY_TERMS = """query_terms AS (
 
 
 def _postings_keyword_cte(table: str, where: str, join_documents: str) -> str:
-    """Exact BM25 over the ``chunk_terms`` postings and the per-project ``keyword_stats``."""
+    """Exact BM25 from the chunks' ``search_tsv`` (sql/0009), ``chunk_lexemes`` and the per-project ``keyword_stats``.
+
+    Document frequencies count the project's chunks holding the term, whatever the filter, in
+    ``chunk_lexemes`` (GIN index over narrow rows); the filter's matching chunks come from the
+    chunks' own GIN index, each one's term frequencies from its tsvector cut down to the query's
+    lexemes in C (setweight marks them, ts_filter keeps them) instead of an unnest of all of them.
+    """
+    projects = "AND x.project_id = ANY(%(projects)s)" if "%(projects)s" in where else ""
+    term_query = r"""('''' || replace(replace(q.term, '\', '\\'), '''', '''''') || '''')::tsquery"""
     return f"""{_QUERY_TERMS},
-    term_df AS (
-        SELECT ct.project_id, ct.term, count(*)::float8 AS df
-        FROM chunk_terms ct JOIN query_terms q ON q.term = ct.term
-        WHERE ct.tenant_id = %(tenant)s {"AND ct.project_id = ANY(%(projects)s)" if "%(projects)s" in where else ""}
-        GROUP BY ct.project_id, ct.term),
+    term_idf AS MATERIALIZED (
+        SELECT df.project_id, df.term,
+               ln(1.0::float8 + (ks.chunk_count - df.df + 0.5::float8) / (df.df + 0.5::float8)) AS idf,
+               greatest(ks.total_len::float8 / greatest(ks.chunk_count, 1), 1.0::float8) AS avgdl
+        FROM (SELECT x.project_id, q.term, count(*)::float8 AS df
+              FROM query_terms q JOIN chunk_lexemes x ON x.lexemes @@ {term_query}
+              WHERE x.tenant_id = %(tenant)s {projects}
+              GROUP BY x.project_id, q.term) df
+        JOIN keyword_stats ks ON ks.tenant_id = %(tenant)s AND ks.project_id = df.project_id),
+    matches AS MATERIALIZED (
+        SELECT c.id, c.project_id,
+               ts_filter(setweight(c.search_tsv, 'A', (SELECT array_agg(term) FROM query_terms)), '{{a}}') AS hits
+        FROM {table} c {join_documents}
+        WHERE {where} AND c.search_tsv @@ {_OR_TSQUERY}),
     keyword AS (
         SELECT id, score, row_number() OVER (ORDER BY score DESC, id) AS rank FROM (
-            SELECT ct.chunk_id AS id,
-                   sum(ln(1.0::float8 + (ks.chunk_count - df.df + 0.5::float8) / (df.df + 0.5::float8))
-                       * ct.tf * ({BM25_K1}::float8 + 1.0::float8)
-                       / (ct.tf + {BM25_K1}::float8 * (1.0::float8 - {BM25_B}::float8
-                          + {BM25_B}::float8 * ct.chunk_len / greatest(ks.total_len::float8 / greatest(ks.chunk_count, 1), 1.0::float8)))
+            SELECT m.id,
+                   sum(i.idf * cardinality(t.positions) * ({BM25_K1}::float8 + 1.0::float8)
+                       / (cardinality(t.positions) + {BM25_K1}::float8 * (1.0::float8 - {BM25_B}::float8
+                          + {BM25_B}::float8 * l.len / i.avgdl))
                    ) AS score
-            FROM chunk_terms ct
-            JOIN term_df df ON df.project_id = ct.project_id AND df.term = ct.term
-            JOIN keyword_stats ks ON ks.tenant_id = ct.tenant_id AND ks.project_id = ct.project_id
-            JOIN {table} c ON c.id = ct.chunk_id {join_documents}
-            WHERE ct.tenant_id = %(tenant)s AND {where}
-            GROUP BY ct.chunk_id
-            ORDER BY score DESC, ct.chunk_id LIMIT %(candidates)s) k)"""
+            FROM matches m
+            JOIN chunk_lexemes l ON l.chunk_id = m.id
+            CROSS JOIN LATERAL unnest(m.hits) AS t
+            JOIN term_idf i ON i.project_id = m.project_id AND i.term = t.lexeme
+            GROUP BY m.id
+            ORDER BY score DESC, m.id LIMIT %(candidates)s) k)"""
 
 
 # The query's lexemes ORed into one tsquery, each quoted (quotes doubled, backslashes escaped)

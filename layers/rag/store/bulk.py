@@ -3,6 +3,8 @@
 Inserting into a table with an HNSW index pays index maintenance row by row (about
 700 rows/s at 384 dimensions on 2 cores). For a large load it is far cheaper to drop
 the model's index, COPY everything, and build the index once with parallel workers.
+The BM25 bookkeeping (chunk_lexemes rows, project statistics) is done once for all the
+documents, set-wise, after the COPYs.
 The table is locked for writes and searches of that model while this runs: use it
 for imports, not for live traffic.
 """
@@ -15,6 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from rag.store import documents as repo
+from rag.store import keyword_index
 from rag.store.migrations import embedding_index_name, ensure_embedding_index
 
 if TYPE_CHECKING:
@@ -52,10 +55,15 @@ def bulk_load(
         conn.execute(
             sql.SQL("DROP INDEX IF EXISTS {}").format(sql.Identifier(embedding_index_name("chunks", model_id, dimension)))
         )
-        for load in loads:
-            repo.replace_document(conn, load.source, load.fields, load.parsed, load.chunks, load.vectors, model_id)
-            written += len(load.chunks)
         conn.execute("SET LOCAL statement_timeout = 0")  # the index build is the long part, by design
+        document_ids = []
+        for load in loads:
+            document_ids.append(
+                repo.write_document_rows(conn, load.source, load.fields, load.parsed, load.chunks, load.vectors, model_id)
+            )
+            written += len(load.chunks)
+        # BM25 bookkeeping for all documents in one statement (not one per document).
+        keyword_index.index_documents(conn, document_ids)
         conn.execute(sql.SQL("SET LOCAL maintenance_work_mem = {}").format(sql.Literal(maintenance_work_mem)))
         conn.execute(sql.SQL("SET LOCAL max_parallel_maintenance_workers = {}").format(sql.Literal(parallel_workers)))
         ensure_embedding_index(conn, "chunks", model_id, dimension)

@@ -108,32 +108,50 @@ def replace_document(
     ``statement_timeout_ms`` bounds each statement (a large document's COPY takes longer than the
     database's default allows a search).
     """
-    if len(chunks) != len(vectors):
-        raise ValueError(f"expected one vector per chunk, got {len(vectors)} for {len(chunks)} chunks")
     with conn.transaction():
         if statement_timeout_ms is not None:
             conn.execute("SELECT set_config('statement_timeout', %s, true)", (f"{int(statement_timeout_ms)}ms",))
-        document_id = _upsert_document(
-            conn,
-            source,
-            {
-                "kind": parsed.kind,
-                "format": parsed.format,
-                "title": fields.title,
-                "meeting_date": fields.meeting_date,
-                "participants": fields.participants,
-                "body": parsed.text,
-                "turns": _turns_json(parsed),
-                "status": "raw_ingested",
-                "embedding_model": model_id,
-                "chunk_count": len(chunks),
-                "error": None,
-                **_BACKFILL_RESET,
-            },
-        )
-        _delete_derived_rows(conn, document_id)
-        copy_chunks(conn, document_id, source, chunks, vectors, model_id)
+        document_id = write_document_rows(conn, source, fields, parsed, chunks, vectors, model_id)
         keyword_index.index_document(conn, document_id)
+    return document_id
+
+
+def write_document_rows(
+    conn: psycopg.Connection,
+    source: SourceObject,
+    fields: DocumentFields,
+    parsed: ParsedDocument,
+    chunks: Sequence[Chunk],
+    vectors: Sequence[Sequence[float]],
+    model_id: str,
+) -> UUID:
+    """The document row and its chunks, replacing rows made from old content; the caller's transaction.
+
+    The chunks' BM25 bookkeeping is left to the caller (``keyword_index.index_documents``): one
+    document at a time on the write path, all documents at once on the bulk path.
+    """
+    if len(chunks) != len(vectors):
+        raise ValueError(f"expected one vector per chunk, got {len(vectors)} for {len(chunks)} chunks")
+    document_id = _upsert_document(
+        conn,
+        source,
+        {
+            "kind": parsed.kind,
+            "format": parsed.format,
+            "title": fields.title,
+            "meeting_date": fields.meeting_date,
+            "participants": fields.participants,
+            "body": parsed.text,
+            "turns": _turns_json(parsed),
+            "status": "raw_ingested",
+            "embedding_model": model_id,
+            "chunk_count": len(chunks),
+            "error": None,
+            **_BACKFILL_RESET,
+        },
+    )
+    _delete_derived_rows(conn, document_id)
+    copy_chunks(conn, document_id, source, chunks, vectors, model_id)
     return document_id
 
 
@@ -185,7 +203,7 @@ def record_failure(conn: psycopg.Connection, source: SourceObject, fields: Docum
 
 
 def delete_by_key(conn: psycopg.Connection, bucket: str, key: str) -> UUID | None:
-    """Delete the object's document; its chunks and postings go with it (ON DELETE CASCADE)."""
+    """Delete the object's document; its chunks and their BM25 lengths go with it (ON DELETE CASCADE)."""
     with conn.transaction():
         found = conn.execute(
             "SELECT id FROM documents WHERE bucket = %s AND object_key = %s FOR UPDATE", (bucket, key)
@@ -198,7 +216,7 @@ def delete_by_key(conn: psycopg.Connection, bucket: str, key: str) -> UUID | Non
 
 
 def _delete_derived_rows(conn: psycopg.Connection, document_id: UUID) -> None:
-    """Everything made from the document's old content: chunks and postings, segments and their items.
+    """Everything made from the document's old content: chunks (and their BM25 lengths), segments and their items.
 
     The items (decisions, risks, opportunities, tasks) go with their segment (ON DELETE
     CASCADE); the document is back at ``raw_ingested``, so the backfill redoes them.
