@@ -24,6 +24,21 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).parent / "fixtures"
 
 
+# Whole paths that are slow for the edit-test loop (`make check` leaves them out, `make test` runs them):
+# CDK synthesis and the policy scanners, moto's Step Functions engine, servers on sockets.
+SLOW_PATHS = (
+    "infra/", "backfill/test_state_machine.py", "backfill/test_handler.py", "ask/test_mcp.py", "api/test_rerank.py",
+    "local/test_api_server_limits.py", "ask/test_cli.py",
+)  # fmt: skip
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        relative = item.path.relative_to(Path(__file__).parent).as_posix()
+        if relative.startswith(SLOW_PATHS):
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.fixture(autouse=True)
 def isolated_environment() -> Iterator[None]:
     """Each test gets back the environment it started with.

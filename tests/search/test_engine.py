@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from rag.parsing.model import Chunk, ParsedDocument
-from rag.search.engine import ScopeSize, SearchScope, chunk_search_statement, scope_size, search_chunks, set_search_options
+from rag.search.engine import SearchScope, chunk_search_statement, search_chunks, set_search_options
+from rag.search.scope_size import ScopeSize, scope_size
 from rag.store import documents as repo
 from rag.store.bulk import DocumentLoad, bulk_load
 from rag.store.connection import connect
@@ -221,7 +222,7 @@ def test_convex_fusion_scores_equal_the_scaled_sides_recomputed(corpus, share):
 
 
 def test_scope_sizes_are_reused_for_their_ttl_then_counted_again(corpus):
-    from rag.search.engine import ScopeSizeCache
+    from rag.search.scope_size import ScopeSizeCache
 
     conn, _ = corpus
 

@@ -6,13 +6,14 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from rag.search.engine import FusionWeights, Hit, Mode, ScopeSizeCache, SearchScope, search_types
+from rag.search.engine import FusionWeights, Hit, Mode, SearchScope, search_types
 from rag.search.fusion import merge_types
 from rag.search.query_cache import QueryEmbeddingCache
 from rag.search.query_log import PendingQueryLog
 from rag.search.query_text import search_text
 from rag.search.recency import favour_recent
 from rag.search.rerank import get_reranker, rerank
+from rag.search.scope_size import ScopeSizeCache
 from rag.search.types import SEARCHABLE_TYPES
 
 if TYPE_CHECKING:
