@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from write_path import TEXT, clustered_vectors, unit_vectors  # noqa: E402
+from write_path import clustered_vectors, unit_vectors  # noqa: E402
 
 from common import bench_database  # noqa: E402
 from rag.config import REPO_ROOT  # noqa: E402
@@ -36,6 +36,7 @@ from rag.store.bulk import DocumentLoad, bulk_load  # noqa: E402
 from rag.store.connection import connect  # noqa: E402
 from rag.store.migrations import migrate  # noqa: E402
 
+TEXT = "Maya: we agreed to ship the rechargeable battery on both models and keep the backlight for premium. " * 2
 MODEL = "local/all-MiniLM-L6-v2"  # the configured model, so the handler's searches use this index
 DOC_CHUNKS = 1000
 
