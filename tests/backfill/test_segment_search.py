@@ -82,3 +82,20 @@ def test_a_segment_vector_stands_for_its_own_text(conn, local_embedder):
         assert max(similarities, key=similarities.get) == i  # closest to its own words, not its neighbours'
         if local_embedder.count_tokens(text) <= local_embedder.max_input_tokens:
             assert similarities[i] == pytest.approx(1.0, abs=1e-4)  # one piece: exactly its text's vector
+
+
+def test_a_segment_too_long_for_a_tsvector_is_indexed_from_its_first_half_million_characters(db):
+    # GIVEN three megabytes of distinct words: a tsvector of all of them exceeds PostgreSQL's 1 MB
+    words = " ".join(f"w{i:06d}" for i in range(400_000))
+    import psycopg
+
+    with pytest.raises(psycopg.errors.ProgramLimitExceeded), db.transaction():
+        db.execute("SELECT to_tsvector('english', %s)", (words,))
+
+    # WHEN the segment's tsvector is made THEN it holds the words of its first 500,000 characters
+    found = db.execute(
+        "SELECT segment_search_tsv('Title', 'Summary', %s) @@ 'w000001'::tsquery,"
+        " segment_search_tsv('Title', 'Summary', %s) @@ 'w399999'::tsquery",
+        (words, words),
+    ).fetchone()
+    assert found == (True, False)
