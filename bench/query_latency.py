@@ -107,6 +107,16 @@ def bare_search(conn, projects: list[str], query: np.ndarray, ef_search: int) ->
         return [row[0] for row in rows]
 
 
+def configured_ef_search(conn, settings) -> int:
+    """The ef_search the product's searches use on this index (rag.search.scope_size.ScopeSize.ef_search)."""
+    from rag.search.engine import SearchScope
+    from rag.search.scope_size import scope_size
+    from rag.store.migrations import embedding_index_name
+
+    size = scope_size(conn, SearchScope("bench"), embedding_index_name("chunks", MODEL, 384))
+    return size.ef_search(settings.hnsw_ef_search, settings.hnsw_ef_search_rows, settings.hnsw_ef_search_max)
+
+
 def timed(run, queries, exact) -> tuple[float, float, float]:
     """p50 and p95 in ms, and mean recall@10, of ``run(i)`` (a list of ids) over the queries."""
     latencies, recalls = [], []
@@ -139,7 +149,8 @@ def main() -> int:
     parser.add_argument(
         "--ef-search",
         default="",
-        help="comma-separated hnsw.ef_search values to sweep on the same data (default: the configured one)",
+        help="comma-separated hnsw.ef_search values to sweep on the same data, each pinned whatever the index's size"
+        " (default: the configured, adaptive one: RAG_HNSW_EF_SEARCH grown with the index's rows)",
     )
     parser.add_argument(
         "--vectors",
@@ -189,10 +200,12 @@ def main() -> int:
                 service._cache._lru[(MODEL, normalize_query(f"q{i}"))] = q
             filters = (("1%", ["p1"]), ("10%", ["p10"]), ("100%", []))
             exact = {label: [exact_top10(conn, projects, q) for q in queries] for label, projects in filters}
-            for ef_search in [int(v) for v in args.ef_search.split(",") if v] or [get_settings().hnsw_ef_search]:
-                os.environ["RAG_HNSW_EF_SEARCH"] = str(ef_search)
+            for pinned in [int(v) for v in args.ef_search.split(",") if v] or [None]:
+                if pinned is not None:  # the same ef_search whatever the index's size
+                    os.environ["RAG_HNSW_EF_SEARCH"] = os.environ["RAG_HNSW_EF_SEARCH_MAX"] = str(pinned)
                 get_settings.cache_clear()
-                print(f"\n{args.vectors} vectors, hnsw.ef_search {ef_search}")
+                ef_search = configured_ef_search(conn, get_settings())
+                print(f"\n{args.vectors} vectors, hnsw.ef_search {ef_search}" + (" (adaptive)" if pinned is None else ""))
                 print(f"{'filter':>8} {'path':>28} {'p50 ms':>8} {'p95 ms':>8} {'recall@10':>10}")
                 settings = get_settings()
                 for label, projects in filters:

@@ -101,7 +101,15 @@ class Settings(BaseSettings):
     query_log_flush_seconds: float = Field(
         default=5, ge=0, description="query-log rows ride along with later searches; written alone after this long"
     )
-    hnsw_ef_search: int = Field(default=100, ge=10, le=1000, description="HNSW candidate list per search")
+    hnsw_ef_search: int = Field(
+        default=100, ge=10, le=1000, description="HNSW candidate list per search over an index of hnsw_ef_search_rows"
+    )
+    hnsw_ef_search_rows: int = Field(
+        default=100_000, ge=1, description="beyond this many rows in the vector index, ef_search grows in proportion"
+    )
+    hnsw_ef_search_max: int = Field(
+        default=1000, ge=10, le=1000, description="the most ef_search grows to (pgvector's limit is 1000)"
+    )
     exact_search_max_rows: int = Field(
         default=20_000, ge=0, description="a scope of at most this many chunks ... (see exact_search_max_share)"
     )

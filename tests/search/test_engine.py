@@ -10,11 +10,12 @@ import numpy as np
 import pytest
 
 from rag.parsing.model import Chunk, ParsedDocument
-from rag.search.engine import SearchScope, chunk_search_statement, search_chunks, set_search_options
+from rag.search.engine import SearchScope, chunk_search_statement, search_chunks, search_types, set_search_options
 from rag.search.scope_size import ScopeSize, scope_size
 from rag.store import documents as repo
 from rag.store.bulk import DocumentLoad, bulk_load
 from rag.store.connection import connect
+from rag.store.migrations import embedding_index_name
 
 MODEL, DIM = "test/synthetic-384", 384
 N_DOCS, CHUNKS_PER_DOC = 100, 100  # 10,000 chunks; project "small" holds 1% of them
@@ -97,6 +98,31 @@ def test_scope_size_counts_the_chunks_a_filter_can_reach(corpus):
     assert scope_size(conn, SearchScope("t1", document_ids=(small_doc,))) == ScopeSize(CHUNKS_PER_DOC, total)
     # Another tenant's chunks are not counted.
     assert scope_size(conn, SearchScope("t2", document_ids=(small_doc,))) == ScopeSize(0, 0)
+
+
+def test_scope_size_reads_the_vector_index_rows_of_every_tenant_from_the_catalog(corpus):
+    conn, _ = corpus
+    index = embedding_index_name("chunks", MODEL, DIM)
+    total = N_DOCS * CHUNKS_PER_DOC
+    assert scope_size(conn, SearchScope("t1", ("small",)), index) == ScopeSize(CHUNKS_PER_DOC, total, total)
+    # The graph is shared: another tenant (no chunks of its own) searches all of it.
+    assert scope_size(conn, SearchScope("t2"), index) == ScopeSize(0, 0, total)
+    assert scope_size(conn, SearchScope("t1"), "no_such_index").index_rows == 0
+
+
+@pytest.mark.parametrize(
+    ("index_rows", "tenant_rows", "ef_search"),
+    [
+        (50_000, 50_000, 100),  # small graphs keep the configured value
+        (100_000, 2_000, 100),
+        (400_000, 10_000, 400),  # other tenants' rows make the graph bigger: it grows all the same
+        (0, 250_000, 250),  # index not analyzed yet: the tenant's rows stand in
+        (1_000_000, 1_000_000, 1000),
+        (5_000_000, 5_000_000, 1000),  # pgvector's ceiling
+    ],
+)
+def test_ef_search_grows_in_proportion_to_the_graph_beyond_the_base_rows(index_rows, tenant_rows, ef_search):
+    assert ScopeSize(0, tenant_rows, index_rows).ef_search(base=100, base_rows=100_000, most=1000) == ef_search
 
 
 @pytest.mark.parametrize(
@@ -244,3 +270,38 @@ def test_scope_sizes_are_reused_for_their_ttl_then_counted_again(corpus):
     assert counting.statements == 2  # one per scope
     cache.ttl_seconds = 0
     assert cache.size(counting, small) == scope_size(conn, small) and counting.statements == 3
+
+
+class SyntheticEmbedder:
+    """The corpus's synthetic model: every query maps to one fixed unit vector."""
+
+    model_id, dimension, max_input_tokens = MODEL, DIM, 256
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.split())
+
+    def embed(self, texts):
+        return [unit_rows(1, seed=5)[0].tolist() for _ in texts]
+
+
+@pytest.mark.parametrize(("base_rows", "ef_search"), [(100_000, 40), (2_000, 200), (100, 1000)])
+def test_run_search_widens_ef_search_with_the_size_of_the_vector_index(corpus, monkeypatch, base_rows, ef_search):
+    from rag.config import Settings
+    from rag.search import service
+
+    conn, _ = corpus
+    used = []
+
+    def recording(*args, **kwargs):
+        used.append(kwargs["ef_search"])
+        return search_types(*args, **kwargs)
+
+    monkeypatch.setattr(service, "search_types", recording)
+    monkeypatch.setattr(service, "_scope_sizes", type(service._scope_sizes)())
+    settings = Settings(hnsw_ef_search=40, hnsw_ef_search_rows=base_rows, hnsw_ef_search_max=1000, query_log_flush_seconds=0)
+    query = service.SearchQuery("battery", SearchScope("t1"), mode="semantic", top_k=10)
+
+    ranked, _ = service.run_search(conn, SyntheticEmbedder(), settings, query)
+
+    assert used == [ef_search]  # 10,000 rows in the index: 40 x 10,000 / base_rows, within 40..1000
+    assert len(ranked) == 10

@@ -15,6 +15,7 @@ from rag.search.recency import favour_recent
 from rag.search.rerank import get_reranker, rerank
 from rag.search.scope_size import ScopeSizeCache
 from rag.search.types import SEARCHABLE_TYPES
+from rag.store.migrations import embedding_index_name
 
 if TYPE_CHECKING:
     import psycopg
@@ -61,13 +62,15 @@ def run_search(
     if settings.recency_half_life_days:
         candidates = max(candidates, 2 * request.top_k)  # room for a near-tie just below the cut
     _scope_sizes.ttl_seconds = settings.scope_size_cache_seconds
-    exact = request.mode != "keyword" and _scope_sizes.size(conn, scope).exact_is_faster(
-        settings.exact_search_max_rows, settings.exact_search_max_share
-    )
+    exact, ef_search = False, settings.hnsw_ef_search
+    if request.mode != "keyword":
+        size = _scope_sizes.size(conn, scope, embedding_index_name("chunks", embedder.model_id, embedder.dimension))
+        exact = size.exact_is_faster(settings.exact_search_max_rows, settings.exact_search_max_share)
+        ef_search = size.ef_search(settings.hnsw_ef_search, settings.hnsw_ef_search_rows, settings.hnsw_ef_search_max)
     hits_by_type = search_types(
         conn, specs, scope, mode=request.mode, query=text, query_vector=vector, model_id=embedder.model_id,
         dimension=embedder.dimension, top_k=candidates, threshold=request.threshold, fusion=fusion,
-        ef_search=settings.hnsw_ef_search, exact=exact, timeout_ms=settings.api_statement_timeout_ms,
+        ef_search=ef_search, exact=exact, timeout_ms=settings.api_statement_timeout_ms,
         before=pending_log.write_in_transaction,
     )  # fmt: skip
     ranked = merge_types(hits_by_type, mode=request.mode, top_k=candidates, fusion=fusion)
