@@ -11,6 +11,9 @@ from psycopg.conninfo import make_conninfo
 
 from rag.config import REPO_ROOT, Settings
 
+# The query benchmarks' filters: projects p1 and p10 hold 1% and 10% of the rows, no filter is 100%.
+FILTERS = (("1%", ["p1"]), ("10%", ["p10"]), ("100%", []))
+
 
 @contextlib.contextmanager
 def bench_database(keep: str | None = None) -> Iterator[str]:
@@ -38,3 +41,39 @@ def bench_database(keep: str | None = None) -> Iterator[str]:
             from rag_local import postgres
 
             postgres.stop((REPO_ROOT / settings.local_dir / "pgdata").resolve())
+
+
+def exact_top10(conn, queries) -> dict[str, list[set[int]]]:
+    """The true top 10 of each query under each of ``FILTERS`` in ``bare_items``, by sequential scans.
+
+    Kept in ``bench_exact`` by filter, query vector and row count: at a million rows the scans take
+    minutes, and a later run on the same kept database reuses them.
+    """
+    import hashlib
+
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS bench_exact (filter text, query_sha1 text, rows bigint, ids bigint[], PRIMARY KEY (filter, query_sha1))"
+    )
+    rows = conn.execute("SELECT count(*) FROM bare_items").fetchone()[0]
+    keys = [hashlib.sha1(q.tobytes()).hexdigest() for q in queries]
+    exact: dict[str, list[set[int]]] = {}
+    for label, projects in FILTERS:
+        kept = dict(
+            conn.execute("SELECT query_sha1, ids FROM bench_exact WHERE filter = %s AND rows = %s", (label, rows)).fetchall()
+        )
+        where = "WHERE project_id = ANY(%(projects)s)" if projects else ""
+        for key, q in zip(keys, queries):
+            if key not in kept:
+                with conn.transaction():
+                    conn.execute(
+                        "SET LOCAL enable_indexscan = off; SET LOCAL enable_bitmapscan = off; SET LOCAL statement_timeout = 0"
+                    )
+                    found = conn.execute(
+                        f"SELECT id FROM bare_items {where} ORDER BY embedding <=> %(q)s LIMIT 10", {"q": q, "projects": projects}
+                    )
+                    kept[key] = [r[0] for r in found]
+                    conn.execute("INSERT INTO bench_exact VALUES (%s, %s, %s, %s) ON CONFLICT (filter, query_sha1) DO UPDATE"
+                                 " SET rows = excluded.rows, ids = excluded.ids", (label, key, rows, kept[key]))  # fmt: skip
+        exact[label] = [set(kept[key]) for key in keys]
+        print(f"exact top 10 at {label}: ready", flush=True)
+    return exact

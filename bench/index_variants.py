@@ -12,6 +12,8 @@ iterative scan, through these indexes:
 - ``full``: HNSW on the vectors themselves (the product's index today);
 - ``halfvec``: HNSW on ``embedding::halfvec(384)`` (half the bytes), the top ``--rerank``
   candidates re-ranked by the full vectors;
+- ``efc128``: HNSW on the vectors as ``full``, built with ef_construction 128 instead of 64 (a
+  denser graph: a slower build for higher recall at the same ef_search), on a copy of the table;
 - ``binary``: HNSW on ``binary_quantize(embedding)::bit(384)`` (Hamming distance, 1/32 of the
   bytes), the top ``--rerank`` candidates re-ranked by the full vectors.
 
@@ -32,11 +34,13 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from write_path import clustered_vectors  # noqa: E402
 
-from common import bench_database  # noqa: E402
-
-FILTERS = (("1%", ["p1"]), ("10%", ["p10"]), ("100%", []))
+from common import FILTERS, bench_database, exact_top10  # noqa: E402
 
 INDEXES = {
+    "efc128": "CREATE TABLE IF NOT EXISTS bare_items_efc128 AS SELECT * FROM bare_items;"
+    " CREATE INDEX IF NOT EXISTS bare_items_efc128_hnsw ON bare_items_efc128"
+    " USING hnsw (embedding vector_cosine_ops) WITH (m = 16, ef_construction = 128);"
+    " CREATE INDEX IF NOT EXISTS bare_items_efc128_project ON bare_items_efc128 (project_id); ANALYZE bare_items_efc128",
     "halfvec": "CREATE INDEX IF NOT EXISTS bare_items_halfvec ON bare_items"
     " USING hnsw ((embedding::halfvec(384)) halfvec_cosine_ops) WITH (m = 16, ef_construction = 64)",
     "binary": "CREATE INDEX IF NOT EXISTS bare_items_binary ON bare_items"
@@ -46,6 +50,7 @@ INDEXES = {
 # {filter} is "" or "WHERE project_id = ANY(%(projects)s)"; %(q)s is the query vector.
 STATEMENTS = {
     "full": "SELECT id FROM bare_items {filter} ORDER BY embedding <=> %(q)s LIMIT 10",
+    "efc128": "SELECT id FROM bare_items_efc128 {filter} ORDER BY embedding <=> %(q)s LIMIT 10",
     "halfvec": "SELECT id FROM (SELECT id, embedding FROM bare_items {filter}"
     " ORDER BY embedding::halfvec(384) <=> %(q)s::halfvec(384) LIMIT %(k)s) c ORDER BY embedding <=> %(q)s LIMIT 10",
     "binary": "SELECT id FROM (SELECT id, embedding FROM bare_items {filter}"
@@ -60,32 +65,12 @@ def build_index(conn, variant: str) -> None:
     started = time.perf_counter()
     conn.execute("SET maintenance_work_mem = '4GB'")
     conn.execute(INDEXES[variant])
-    size = conn.execute(f"SELECT pg_size_pretty(pg_relation_size('bare_items_{variant}'))").fetchone()[0]
-    conn.execute(f"SELECT pg_prewarm('bare_items_{variant}')")
+    index = f"bare_items_{variant}_hnsw" if variant == "efc128" else f"bare_items_{variant}"
+    size = conn.execute("SELECT pg_size_pretty(pg_relation_size(%s::regclass))", (index,)).fetchone()[0]
+    conn.execute("SELECT pg_prewarm(%s::regclass)", (index,))
+    if variant == "efc128":
+        conn.execute("SELECT pg_prewarm('bare_items_efc128')")
     print(f"{variant} index: {size} (built or found in {time.perf_counter() - started:.0f} s)", flush=True)
-
-
-def exact_top10(conn, queries: np.ndarray) -> dict[str, list[set[int]]]:
-    """The true top 10 per filter and query, computed by sequential scans once and kept in ``bench_exact``."""
-    conn.execute(
-        "CREATE TABLE IF NOT EXISTS bench_exact (filter text, query int, rows int, ids bigint[], PRIMARY KEY (filter, query))"
-    )
-    rows = conn.execute("SELECT count(*) FROM bare_items").fetchone()[0]
-    exact: dict[str, list[set[int]]] = {}
-    for label, projects in FILTERS:
-        kept = dict(conn.execute("SELECT query, ids FROM bench_exact WHERE filter = %s AND rows = %s", (label, rows)).fetchall())
-        for i, q in enumerate(queries):
-            if i not in kept:
-                with conn.transaction():
-                    conn.execute("SET LOCAL enable_indexscan = off; SET LOCAL enable_bitmapscan = off")
-                    where = "WHERE project_id = ANY(%(projects)s)" if projects else ""
-                    ids = [r[0] for r in conn.execute(STATEMENTS["full"].format(filter=where), {"q": q, "projects": projects})]
-                    conn.execute("INSERT INTO bench_exact VALUES (%s, %s, %s, %s) ON CONFLICT (filter, query) DO UPDATE"
-                                 " SET rows = excluded.rows, ids = excluded.ids", (label, i, rows, ids))  # fmt: skip
-                kept[i] = ids
-        exact[label] = [set(kept[i]) for i in range(len(queries))]
-        print(f"exact top 10 at {label}: ready", flush=True)
-    return exact
 
 
 def measure(conn, variant: str, projects: list[str], queries: np.ndarray, exact: list[set[int]], ef: int, k: int):
@@ -142,7 +127,7 @@ def main() -> int:
         wanted = [f for f in FILTERS if f[0] in args.filters.split(",")]
         for variant in variants:
             for ef in [int(v) for v in args.ef_search.split(",")]:
-                for k in [int(v) for v in args.rerank.split(",")] if variant != "full" else [10]:
+                for k in [int(v) for v in args.rerank.split(",")] if variant in ("halfvec", "binary") else [10]:
                     for label, projects in wanted:
                         p50, p95, recall, rows = measure(conn, variant, projects, queries, exact[label], ef, k)
                         print(

@@ -28,7 +28,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from write_path import clustered_vectors, unit_vectors  # noqa: E402
 
-from common import bench_database  # noqa: E402
+from common import FILTERS, bench_database, exact_top10  # noqa: E402
 from rag.config import REPO_ROOT  # noqa: E402
 from rag.parsing.model import Chunk, ParsedDocument  # noqa: E402
 from rag.store import documents as repo  # noqa: E402
@@ -129,19 +129,6 @@ def timed(run, queries, exact) -> tuple[float, float, float]:
     return statistics.median(latencies), latencies[int(0.95 * (len(latencies) - 1))], statistics.mean(recalls)
 
 
-def exact_top10(conn, projects: list[str], query: np.ndarray) -> set[int]:
-    """The true top 10 of a filter by a sequential scan, the reference for recall."""
-    project_filter = "AND project_id = ANY(%s)" if projects else "AND %s::text[] IS NOT NULL"
-    with conn.transaction():
-        conn.execute("SET LOCAL enable_indexscan = off; SET LOCAL enable_bitmapscan = off")
-        rows = conn.execute(
-            f"SELECT id FROM chunks WHERE tenant_id = 'bench' {project_filter} "
-            "ORDER BY embedding::vector(384) <=> %s::vector(384) LIMIT 10",
-            (projects, query),
-        )
-        return {row[0] for row in rows}
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--chunks", type=int, default=100_000)
@@ -198,8 +185,8 @@ def main() -> int:
             # Query vectors go into the warm LRU: the latency below is search, not embedding.
             for i, q in enumerate(queries):
                 service._cache._lru[(MODEL, normalize_query(f"q{i}"))] = q
-            filters = (("1%", ["p1"]), ("10%", ["p10"]), ("100%", []))
-            exact = {label: [exact_top10(conn, projects, q) for q in queries] for label, projects in filters}
+            filters = FILTERS
+            exact = exact_top10(conn, queries)
             for pinned in [int(v) for v in args.ef_search.split(",") if v] or [None]:
                 if pinned is not None:  # the same ef_search whatever the index's size
                     os.environ["RAG_HNSW_EF_SEARCH"] = os.environ["RAG_HNSW_EF_SEARCH_MAX"] = str(pinned)
