@@ -152,6 +152,9 @@ def main() -> int:
         metavar="DATABASE",
         help="load into this database and keep it; a later run with the same name and size reuses it",
     )
+    parser.add_argument(
+        "--peers", action="store_true", help="then langchain-postgres and llama-index on the same rows (bench/peer_stores.py)"
+    )
     args = parser.parse_args()
 
     import os
@@ -218,6 +221,12 @@ def main() -> int:
                                       ("bare pgvector, same server", bare)):  # fmt: skip
                         p50, p95, recall = timed(run, queries, exact[label])
                         print(f"{label:>8} {path:>28} {p50:8.2f} {p95:8.2f} {recall:10.3f}", flush=True)
+            if args.peers:  # in their own venv (make peers), on this database and server: bench/peer_stores.py
+                from peer_stores import run_from_main
+
+                run_from_main(
+                    conn, url, queries, exact, [int(v) for v in args.ef_search.split(",") if v] or [settings.hnsw_ef_search]
+                )
 
     embedder.embed(["warm up"])
     t0 = time.perf_counter()

@@ -1,0 +1,283 @@
+"""The peers on the query benchmark's rows: langchain-postgres and llama-index's PGVectorStore, same server.
+
+    make peers   # .local/peers: the peers and their pinned dependencies (bench/peers/requirements.txt), not in .venv
+    .local/peers/bin/python bench/peer_stores.py --database-url URL --data FILE [--ef-search 40]
+
+Normally started by ``bench/query_latency.py --peers``, which writes FILE (an .npz: the rows' ids, projects and
+vectors as they are in its bare pgvector table, the query vectors, and the exact top 10 ids of each query at each
+filter) and passes its own database and hnsw.ef_search. Each peer loads the same rows into a table of its own
+through its own documented API (skipped when a kept database already holds them), with metadata
+{"project": ...} and our id as its document / node id, then builds an HNSW index (cosine, m 16,
+ef_construction 64, as the baseline) the way its docs show. Then, for each filter (1% = project p1,
+10% = p10, 100% = none), the same queries go through the peer's similarity search by vector with k 10 and
+a metadata filter ``project in [...]``; hnsw.ef_search is set through the peer's own option. Printed as
+query_latency.py prints its paths: p50 / p95 ms and recall@10 against the exact scan, plus the mean
+number of rows returned where a peer returned fewer than 10.
+
+How each peer is set up (the versions pinned in bench/peers/requirements.txt):
+
+- langchain-postgres: ``PGEngine`` + ``PGVectorStore`` (its README: ``PGVector`` is deprecated since 0.0.14,
+  migrate to ``PGVectorStore``), psycopg 3 async driver under SQLAlchemy, called through the synchronous
+  methods (the README's example; they run on the engine's background event loop). ``init_vectorstore_table``
+  with a metadata column ``project TEXT`` (its how-to's way to make a metadata key filterable), rows added by
+  ``add_embeddings``, then ``apply_vector_index(HNSWIndex(m=16, ef_construction=64))`` (cosine is its default
+  distance); queries pass ``index_query_options=HNSWQueryOptions(ef_search=N)``, which it turns into
+  ``SET LOCAL hnsw.ef_search`` before each search; filter ``{"project": {"$in": [...]}}``.
+- llama-index: ``PGVectorStore.from_params(..., embed_dim=384, use_jsonb=True, hnsw_kwargs={"hnsw_m": 16,
+  "hnsw_ef_construction": 64, "hnsw_ef_search": N, "hnsw_dist_method": "vector_cosine_ops"})`` (psycopg2 for
+  its synchronous calls, as from_params sets), ``TextNode`` rows (id_ = our id, metadata {"project": ...})
+  added by ``add``; the store is first opened without hnsw_kwargs so that the rows go in before its
+  ``CREATE INDEX ... USING hnsw`` runs (on the next open, with hnsw_kwargs), which builds the graph once
+  instead of row by row; queries are ``VectorStoreQuery(query_embedding=..., similarity_top_k=10,
+  filters=MetadataFilters([MetadataFilter("project", [...], FilterOperator.IN)]))``. With hnsw_kwargs it
+  runs ``SET hnsw.ef_search`` and ``SET LOCAL enable_bitmapscan = off`` before each search.
+
+Neither peer sets hnsw.iterative_scan, and neither documents an index on the metadata key: none is added.
+The index builds get maintenance_work_mem 1GB (PGOPTIONS, read by libpq under both peers' drivers) so that
+the graph is built in memory as the baseline's is; the searches run with the server's defaults.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+PEERS_PYTHON = ROOT / ".local" / "peers" / "bin" / "python"
+FILTERS = (("1%", ["p1"]), ("10%", ["p10"]), ("100%", []))
+LANGCHAIN_TABLE = "peer_langchain_items"
+LLAMA_TABLE = "peer_llama_items"  # llama-index names the table data_<table_name>
+WARM_UP = 20
+
+
+def write_data(conn: Any, path: Path, queries: np.ndarray, exact: dict[str, list[set[int]]]) -> None:
+    """From query_latency.py (its venv, its connection): the rows of ``bare_items`` as they are stored, the
+    query vectors and the exact top 10 ids per filter, for the peers to load and score against."""
+    rows = conn.execute("SELECT id, project_id, embedding FROM bare_items ORDER BY id").fetchall()
+    np.savez(
+        path,
+        ids=np.array([r[0] for r in rows], dtype=np.int64),
+        projects=np.array([r[1] for r in rows]),
+        vectors=np.array([np.asarray(r[2], dtype=np.float32) for r in rows]),
+        queries=np.asarray(queries, dtype=np.float32),
+        **{f"exact_{label}": np.array([sorted(ids) for ids in exact[label]], dtype=np.int64) for label, _ in FILTERS},
+    )
+
+
+def run_from_main(conn: Any, url: str, queries: np.ndarray, exact: dict[str, list[set[int]]], ef_search: list[int]) -> None:
+    """The hook of ``query_latency.py --peers``: the data file, then this script under the peers' python."""
+    if not PEERS_PYTHON.exists():
+        print(f"\npeers skipped: {PEERS_PYTHON.relative_to(ROOT)} is missing; install them with `make peers`", flush=True)
+        return
+    path = ROOT / ".local" / "peer_data.npz"
+    write_data(conn, path, queries, exact)
+    efs = ",".join(str(v) for v in ef_search)
+    cmd = [str(PEERS_PYTHON), __file__, "--database-url", url, "--data", str(path), "--ef-search", efs]
+    subprocess.run(cmd, check=True)
+
+
+def percentiles(latencies: list[float]) -> tuple[float, float]:
+    """p50 and p95 as query_latency.py's ``timed`` takes them."""
+    latencies = sorted(latencies)
+    return statistics.median(latencies), latencies[int(0.95 * (len(latencies) - 1))]
+
+
+def measure(search: Callable[[np.ndarray, list[str]], list[int]], data: Any, label: str, projects: list[str]) -> str:
+    queries, exact = data["queries"], data[f"exact_{label}"]
+    for i in range(min(WARM_UP, len(queries))):
+        search(queries[i], projects)
+    latencies, recalls, counts = [], [], []
+    for i, query in enumerate(queries):
+        t0 = time.perf_counter()
+        got = search(query, projects)
+        latencies.append((time.perf_counter() - t0) * 1000)
+        recalls.append(len(set(got) & set(exact[i].tolist())) / 10)
+        counts.append(len(got))
+    p50, p95 = percentiles(latencies)
+    line = f"{p50:8.2f} {p95:8.2f} {statistics.mean(recalls):10.3f}"
+    if min(counts) < 10:
+        line += f"   rows returned: mean {statistics.mean(counts):.1f}, min {min(counts)}"
+    return line
+
+
+def prewarm(url: str, table: str) -> None:
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS pg_prewarm")
+        conn.execute("ANALYZE " + table)
+        conn.execute(
+            "SELECT pg_prewarm(%s::regclass), pg_prewarm(indexrelid::regclass) FROM pg_index WHERE indrelid = %s::regclass",
+            (table, table),
+        )
+
+
+def loaded(url: str, table: str, rows: int) -> bool:
+    """Whether a kept database already holds the peer's table with all the rows and its HNSW index."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        if conn.execute("SELECT to_regclass(%s)", (table,)).fetchone()[0] is None:  # type: ignore[index]
+            return False
+        count = conn.execute(f'SELECT count(*) FROM "{table}"').fetchone()[0]  # type: ignore[index]
+        hnsw = conn.execute(
+            "SELECT count(*) FROM pg_indexes WHERE tablename = %s AND indexdef LIKE '%%hnsw%%'", (table,)
+        ).fetchone()[0]  # type: ignore[index]
+        if count == rows and hnsw == 1:
+            return True
+        conn.execute(f'DROP TABLE "{table}"')
+        return False
+
+
+def sqlalchemy_url(url: str, driver: str) -> Any:
+    from psycopg.conninfo import conninfo_to_dict
+    from sqlalchemy.engine import URL
+
+    info = conninfo_to_dict(url)
+    return URL.create(
+        driver,
+        username=info.get("user"),
+        password=info.get("password"),
+        host=info.get("host"),
+        port=int(info["port"]) if info.get("port") else None,
+        database=info.get("dbname"),
+    )
+
+
+def langchain(url: str, data: Any, ef_search: int) -> Callable[[np.ndarray, list[str]], list[int]]:
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+    from langchain_postgres import Column, PGEngine, PGVectorStore
+    from langchain_postgres.v2.indexes import HNSWIndex, HNSWQueryOptions
+
+    engine = PGEngine.from_connection_string(url=sqlalchemy_url(url, "postgresql+psycopg"))
+    # Searches pass vectors; the embedding service is required by the constructor but never called.
+    embedding = DeterministicFakeEmbedding(size=384)
+    if not loaded(url, LANGCHAIN_TABLE, len(data["ids"])):
+        started = time.perf_counter()
+        engine.init_vectorstore_table(table_name=LANGCHAIN_TABLE, vector_size=384, metadata_columns=[Column("project", "TEXT")])
+        store = PGVectorStore.create_sync(
+            engine=engine, table_name=LANGCHAIN_TABLE, embedding_service=embedding, metadata_columns=["project"]
+        )
+        ids, projects, vectors = data["ids"], data["projects"], data["vectors"]
+        for start in range(0, len(ids), 1000):
+            end = start + 1000
+            store.add_embeddings(
+                texts=[f"chunk {i}" for i in ids[start:end]],
+                embeddings=vectors[start:end].tolist(),
+                metadatas=[{"project": str(p)} for p in projects[start:end]],
+                ids=[str(uuid.UUID(int=int(i))) for i in ids[start:end]],
+            )
+        store.apply_vector_index(HNSWIndex(m=16, ef_construction=64))
+        print(f"langchain-postgres: {len(ids)} rows (+HNSW build) in {time.perf_counter() - started:.0f} s", flush=True)
+    prewarm(url, LANGCHAIN_TABLE)
+    store = PGVectorStore.create_sync(
+        engine=engine,
+        table_name=LANGCHAIN_TABLE,
+        embedding_service=embedding,
+        metadata_columns=["project"],
+        index_query_options=HNSWQueryOptions(ef_search=ef_search),
+    )
+
+    def search(query: np.ndarray, projects: list[str]) -> list[int]:
+        where = {"project": {"$in": projects}} if projects else None
+        docs = store.similarity_search_by_vector(query.tolist(), k=10, filter=where)
+        return [uuid.UUID(doc.id).int for doc in docs]  # type: ignore[arg-type]
+
+    return search
+
+
+def llama_index(url: str, data: Any, ef_search: int) -> Callable[[np.ndarray, list[str]], list[int]]:
+    from llama_index.core.schema import TextNode
+    from llama_index.core.vector_stores.types import (
+        FilterOperator,
+        MetadataFilter,
+        MetadataFilters,
+        VectorStoreQuery,
+    )
+    from llama_index.vector_stores.postgres import PGVectorStore
+
+    def open_store(hnsw_kwargs: dict[str, Any] | None) -> Any:
+        return PGVectorStore.from_params(
+            connection_string=sqlalchemy_url(url, "postgresql+psycopg2"),
+            async_connection_string=sqlalchemy_url(url, "postgresql+asyncpg"),
+            table_name=LLAMA_TABLE,
+            embed_dim=384,
+            use_jsonb=True,
+            hnsw_kwargs=hnsw_kwargs,
+        )
+
+    hnsw = {"hnsw_m": 16, "hnsw_ef_construction": 64, "hnsw_ef_search": ef_search, "hnsw_dist_method": "vector_cosine_ops"}
+    table = f"data_{LLAMA_TABLE}"
+    if not loaded(url, table, len(data["ids"])):
+        started = time.perf_counter()
+        store = open_store(None)
+        ids, projects, vectors = data["ids"], data["projects"], data["vectors"]
+        for start in range(0, len(ids), 1000):
+            end = start + 1000
+            store.add(
+                [
+                    TextNode(id_=str(i), text=f"chunk {i}", embedding=v.tolist(), metadata={"project": str(p)})
+                    for i, p, v in zip(ids[start:end], projects[start:end], vectors[start:end])
+                ]
+            )
+        store = open_store(dict(hnsw))
+        store.query(VectorStoreQuery(query_embedding=data["queries"][0].tolist(), similarity_top_k=1))  # opens: the index
+        print(f"llama-index PGVectorStore: {len(ids)} rows (+HNSW build) in {time.perf_counter() - started:.0f} s", flush=True)
+    prewarm(url, table)
+    store = open_store(dict(hnsw))
+
+    def search(query: np.ndarray, projects: list[str]) -> list[int]:
+        filters = (
+            MetadataFilters(filters=[MetadataFilter(key="project", value=projects, operator=FilterOperator.IN)])
+            if projects
+            else None
+        )
+        result = store.query(VectorStoreQuery(query_embedding=query.tolist(), similarity_top_k=10, filters=filters))
+        return [int(i) for i in result.ids or []]
+
+    return search
+
+
+def version(package: str) -> str:
+    from importlib.metadata import version as installed
+
+    return installed(package)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--database-url", required=True, help="the database query_latency.py loaded (libpq URL or conninfo)")
+    parser.add_argument("--data", required=True, type=Path, help="the .npz query_latency.py --peers wrote")
+    parser.add_argument("--ef-search", default="40", help="comma-separated hnsw.ef_search values, as the main run's")
+    parser.add_argument("--only", choices=["langchain", "llama-index"], help="one peer only")
+    args = parser.parse_args()
+
+    data = dict(np.load(args.data))
+    # Index builds in memory, as the baseline's (maintenance_work_mem); libpq reads PGOPTIONS at connect time.
+    os.environ["PGOPTIONS"] = (os.environ.get("PGOPTIONS", "") + " -c maintenance_work_mem=1GB").strip()
+    peers = [
+        ("langchain", f"langchain-postgres {version('langchain-postgres')}", langchain),
+        ("llama-index", f"llama-index PGVS {version('llama-index-vector-stores-postgres')}", llama_index),
+    ]
+    for ef_search in [int(v) for v in args.ef_search.split(",") if v]:
+        searches = [(name, make(args.database_url, data, ef_search)) for key, name, make in peers if args.only in (None, key)]
+        print(f"\npeers, same rows and queries, hnsw.ef_search {ef_search}")
+        print(f"{'filter':>8} {'path':>28} {'p50 ms':>8} {'p95 ms':>8} {'recall@10':>10}", flush=True)
+        for label, projects in FILTERS:
+            for name, search in searches:
+                print(f"{label:>8} {name:>28} {measure(search, data, label, projects)}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
