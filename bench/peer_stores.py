@@ -40,6 +40,7 @@ the graph is built in memory as the baseline's is; the searches run with the ser
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
 import statistics
 import subprocess
@@ -68,7 +69,7 @@ def write_data(conn: Any, path: Path, queries: np.ndarray, exact: dict[str, list
         path,
         ids=np.array([r[0] for r in rows], dtype=np.int64),
         projects=np.array([r[1] for r in rows]),
-        vectors=np.array([np.asarray(r[2], dtype=np.float32) for r in rows]),
+        vectors=np.array([np.asarray(getattr(r[2], "to_numpy", lambda v=r[2]: v)(), dtype=np.float32) for r in rows]),
         queries=np.asarray(queries, dtype=np.float32),
         **{f"exact_{label}": np.array([sorted(ids) for ids in exact[label]], dtype=np.int64) for label, _ in FILTERS},
     )
@@ -169,14 +170,18 @@ def langchain(url: str, data: Any, ef_search: int) -> Callable[[np.ndarray, list
             engine=engine, table_name=LANGCHAIN_TABLE, embedding_service=embedding, metadata_columns=["project"]
         )
         ids, projects, vectors = data["ids"], data["projects"], data["vectors"]
-        for start in range(0, len(ids), 1000):
-            end = start + 1000
-            store.add_embeddings(
+
+        async def add(start: int, end: int) -> None:
+            await store.aadd_embeddings(
                 texts=[f"chunk {i}" for i in ids[start:end]],
                 embeddings=vectors[start:end].tolist(),
                 metadatas=[{"project": str(p)} for p in projects[start:end]],
                 ids=[str(uuid.UUID(int=int(i))) for i in ids[start:end]],
             )
+
+        # It inserts row by row, a transaction each: four batches at a time (its pool holds five connections).
+        for start in range(0, len(ids), 4000):
+            asyncio.run(_gather(*(add(s, min(s + 1000, len(ids))) for s in range(start, min(start + 4000, len(ids)), 1000))))
         store.apply_vector_index(HNSWIndex(m=16, ef_construction=64))
         print(f"langchain-postgres: {len(ids)} rows (+HNSW build) in {time.perf_counter() - started:.0f} s", flush=True)
     prewarm(url, LANGCHAIN_TABLE)
@@ -246,6 +251,10 @@ def llama_index(url: str, data: Any, ef_search: int) -> Callable[[np.ndarray, li
         return [int(i) for i in result.ids or []]
 
     return search
+
+
+async def _gather(*coroutines: Any) -> None:
+    await asyncio.gather(*coroutines)
 
 
 def version(package: str) -> str:
