@@ -22,4 +22,4 @@ def test_the_script_starts_and_explains_itself(script):
 
 
 def test_every_script_is_checked():
-    assert {p.name for p in SCRIPTS} >= {"query_latency.py", "write_path.py", "retrieval_variants.py"}
+    assert {p.name for p in SCRIPTS} >= {"query_latency.py", "peer_stores.py", "write_path.py", "retrieval_variants.py"}
