@@ -10,9 +10,11 @@ through its own documented API (skipped when a kept database already holds them)
 {"project": ...} and our id as its document / node id, then builds an HNSW index (cosine, m 16,
 ef_construction 64, as the baseline) the way its docs show. Then, for each filter (1% = project p1,
 10% = p10, 100% = none), the same queries go through the peer's similarity search by vector with k 10 and
-a metadata filter ``project in [...]``; hnsw.ef_search is set through the peer's own option. Printed as
-query_latency.py prints its paths: p50 / p95 ms and recall@10 against the exact scan, plus the mean
-number of rows returned where a peer returned fewer than 10.
+a metadata filter ``project in [...]``; hnsw.ef_search is set through the peer's own option. Beside them runs
+query_latency.py's bare pgvector query again, the reference that its own table also has, and the paths take
+turns query by query: on a shared machine the ratios to that reference are what carries from one table to
+the other. Printed as query_latency.py prints its paths: p50 / p95 ms and recall@10 against the exact scan,
+plus the mean number of rows returned where a path returned fewer than 10.
 
 How each peer is set up (the versions pinned in bench/peers/requirements.txt):
 
@@ -56,6 +58,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 PEERS_PYTHON = ROOT / ".local" / "peers" / "bin" / "python"
+Search = Callable[[np.ndarray, list[str]], list[int]]
 FILTERS = (("1%", ["p1"]), ("10%", ["p10"]), ("100%", []))
 LANGCHAIN_TABLE = "peer_langchain_items"
 LLAMA_TABLE = "peer_llama_items"  # llama-index names the table data_<table_name>
@@ -94,22 +97,56 @@ def percentiles(latencies: list[float]) -> tuple[float, float]:
     return statistics.median(latencies), latencies[int(0.95 * (len(latencies) - 1))]
 
 
-def measure(search: Callable[[np.ndarray, list[str]], list[int]], data: Any, label: str, projects: list[str]) -> str:
+def measure(searches: list[tuple[str, Search]], data: Any, label: str, projects: list[str]) -> list[str]:
+    """One table row per path: the paths take turns query by query (interleaved, so that a busy minute on a
+    shared machine falls on all of them alike), after a warm-up of each."""
     queries, exact = data["queries"], data[f"exact_{label}"]
-    for i in range(min(WARM_UP, len(queries))):
-        search(queries[i], projects)
-    latencies, recalls, counts = [], [], []
+    for _, search in searches:
+        for i in range(min(WARM_UP, len(queries))):
+            search(queries[i], projects)
+    latencies: list[list[float]] = [[] for _ in searches]
+    recalls: list[list[float]] = [[] for _ in searches]
+    counts: list[list[int]] = [[] for _ in searches]
     for i, query in enumerate(queries):
-        t0 = time.perf_counter()
-        got = search(query, projects)
-        latencies.append((time.perf_counter() - t0) * 1000)
-        recalls.append(len(set(got) & set(exact[i].tolist())) / 10)
-        counts.append(len(got))
-    p50, p95 = percentiles(latencies)
-    line = f"{p50:8.2f} {p95:8.2f} {statistics.mean(recalls):10.3f}"
-    if min(counts) < 10:
-        line += f"   rows returned: mean {statistics.mean(counts):.1f}, min {min(counts)}"
-    return line
+        truth = set(exact[i].tolist())
+        for n, (_, search) in enumerate(searches):
+            t0 = time.perf_counter()
+            got = search(query, projects)
+            latencies[n].append((time.perf_counter() - t0) * 1000)
+            recalls[n].append(len(set(got) & truth) / 10)
+            counts[n].append(len(got))
+    lines = []
+    for n, (name, _) in enumerate(searches):
+        p50, p95 = percentiles(latencies[n])
+        line = f"{label:>8} {name:>28} {p50:8.2f} {p95:8.2f} {statistics.mean(recalls[n]):10.3f}"
+        if min(counts[n]) < 10:
+            line += f"   rows returned: mean {statistics.mean(counts[n]):.1f}, min {min(counts[n])}"
+        lines.append(line)
+    return lines
+
+
+def bare(url: str, data: Any, ef_search: int) -> Search:
+    """query_latency.py's bare pgvector query on its ``bare_items`` (iterative scan, btree on the project), here
+    again so that the peers have the reference beside them in the same minutes: the ratios to it carry over."""
+    import psycopg
+    from pgvector.psycopg import register_vector
+
+    conn = psycopg.connect(url, autocommit=True)
+    register_vector(conn)
+
+    def search(query: np.ndarray, projects: list[str]) -> list[int]:
+        with conn.transaction():
+            conn.execute("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), set_config('hnsw.ef_search', %s, true)",
+                         (str(ef_search),))  # fmt: skip
+            if projects:
+                rows = conn.execute(
+                    "SELECT id FROM bare_items WHERE project_id = ANY(%s) ORDER BY embedding <=> %s LIMIT 10", (projects, query)
+                )
+            else:
+                rows = conn.execute("SELECT id FROM bare_items ORDER BY embedding <=> %s LIMIT 10", (query,))
+            return [row[0] for row in rows]
+
+    return search
 
 
 def prewarm(url: str, table: str) -> None:
@@ -156,7 +193,7 @@ def sqlalchemy_url(url: str, driver: str) -> Any:
     )
 
 
-def langchain(url: str, data: Any, ef_search: int) -> Callable[[np.ndarray, list[str]], list[int]]:
+def langchain(url: str, data: Any, ef_search: int) -> Search:
     from langchain_core.embeddings import DeterministicFakeEmbedding
     from langchain_postgres import Column, PGEngine, PGVectorStore
     from langchain_postgres.v2.indexes import HNSWIndex, HNSWQueryOptions
@@ -205,7 +242,7 @@ def langchain(url: str, data: Any, ef_search: int) -> Callable[[np.ndarray, list
     return search
 
 
-def llama_index(url: str, data: Any, ef_search: int) -> Callable[[np.ndarray, list[str]], list[int]]:
+def llama_index(url: str, data: Any, ef_search: int) -> Search:
     from llama_index.core.schema import TextNode
     from llama_index.core.vector_stores.types import (
         FilterOperator,
@@ -274,7 +311,7 @@ def main() -> int:
     parser.add_argument("--database-url", required=True, help="the database query_latency.py loaded (libpq URL or conninfo)")
     parser.add_argument("--data", required=True, type=Path, help="the .npz query_latency.py --peers wrote")
     parser.add_argument("--ef-search", default="40", help="comma-separated hnsw.ef_search values, as the main run's")
-    parser.add_argument("--only", choices=["langchain", "llama-index"], help="one peer only")
+    parser.add_argument("--only", choices=["langchain", "llama-index", "bare"], help="one path only")
     args = parser.parse_args()
 
     data = dict(np.load(args.data))
@@ -285,14 +322,14 @@ def main() -> int:
     peers = [
         ("langchain", f"langchain-postgres {version('langchain-postgres')}", langchain),
         ("llama-index", f"llama-index PGVS {version('llama-index-vector-stores-postgres')}", llama_index),
+        ("bare", "bare pgvector, peers' run", bare),
     ]
     for ef_search in [int(v) for v in args.ef_search.split(",") if v]:
         searches = [(name, make(args.database_url, data, ef_search)) for key, name, make in peers if args.only in (None, key)]
-        print(f"\npeers, same rows and queries, hnsw.ef_search {ef_search}")
+        print(f"\npeers, same rows and queries, hnsw.ef_search {ef_search} (paths interleaved query by query)")
         print(f"{'filter':>8} {'path':>28} {'p50 ms':>8} {'p95 ms':>8} {'recall@10':>10}", flush=True)
         for label, projects in FILTERS:
-            for name, search in searches:
-                print(f"{label:>8} {name:>28} {measure(search, data, label, projects)}", flush=True)
+            print("\n".join(measure(searches, data, label, projects)), flush=True)
     return 0
 
 
