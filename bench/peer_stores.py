@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import statistics
 import subprocess
@@ -79,16 +80,53 @@ def write_data(conn: Any, path: Path, queries: np.ndarray, exact: dict[str, list
     )
 
 
-def run_from_main(conn: Any, url: str, queries: np.ndarray, exact: dict[str, list[set[int]]], ef_search: list[int]) -> None:
-    """The hook of ``query_latency.py --peers``: the data file, then this script under the peers' python."""
+def run_from_main(conn: Any, url: str, queries: np.ndarray, exact: dict[str, list[set[int]]], ef_search: int,
+                  ours: dict[str, Callable[[int, list[str]], list[int]]]) -> None:  # fmt: skip
+    """The hook of ``query_latency.py --peers``: writes the data file, starts this script under the peers' python
+    (``--serve``: it loads, then answers one query at a time), and times ``ours`` (query_latency.py's paths, called
+    as ``run(i, projects)``) and the peers taking turns query by query, each timed in its own process."""
     if not PEERS_PYTHON.exists():
         print(f"\npeers skipped: {PEERS_PYTHON.relative_to(ROOT)} is missing; install them with `make peers`", flush=True)
         return
     path = ROOT / ".local" / "peer_data.npz"
     write_data(conn, path, queries, exact)
-    efs = ",".join(str(v) for v in ef_search)
-    cmd = [str(PEERS_PYTHON), __file__, "--database-url", url, "--data", str(path), "--ef-search", efs]
-    subprocess.run(cmd, check=True)
+    cmd = [str(PEERS_PYTHON), __file__, "--database-url", url, "--data", str(path), "--ef-search", str(ef_search), "--serve"]
+    with subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1) as peers:
+        assert peers.stdin is not None and peers.stdout is not None
+        for line in peers.stdout:  # anything a peer prints while it loads, then "ready"
+            if line.strip() == "ready":
+                break
+            print(line, end="")
+        else:
+            raise RuntimeError("bench/peer_stores.py --serve did not start (its errors are above)")
+
+        def remote(i: int, label: str, projects: list[str]) -> list[tuple[str, float, list[int]]]:
+            peers.stdin.write(f"{i} {','.join(projects)}\n")  # type: ignore[union-attr]
+            return [(name, ms, ids) for name, ms, ids in json.loads(peers.stdout.readline())]  # type: ignore[union-attr]
+
+        runners = [timing(name, run) for name, run in ours.items()] + [remote]
+        print(f"\nthe peers beside this project, hnsw.ef_search {ef_search} (paths interleaved query by query)")
+        print(f"{'filter':>8} {'path':>28} {'p50 ms':>8} {'p95 ms':>8} {'recall@10':>10}", flush=True)
+        truth = {label: [sorted(ids) for ids in exact[label]] for label, _ in FILTERS}
+        for label, projects in FILTERS:
+            print("\n".join(measure(runners, truth[label], label, projects)), flush=True)
+        peers.stdin.close()
+        if peers.wait() != 0:
+            raise RuntimeError("bench/peer_stores.py --serve failed")
+
+
+Timed = Callable[[int, str, list[str]], list[tuple[str, float, list[int]]]]
+
+
+def timing(name: str, run: Callable[[int, list[str]], list[int]]) -> Timed:
+    """A path that returns ids, timed here: ``(name, ms, ids)``."""
+
+    def timed(i: int, label: str, projects: list[str]) -> list[tuple[str, float, list[int]]]:
+        t0 = time.perf_counter()
+        got = run(i, projects)
+        return [(name, (time.perf_counter() - t0) * 1000, [int(v) for v in got])]
+
+    return timed
 
 
 def percentiles(latencies: list[float]) -> tuple[float, float]:
@@ -97,30 +135,28 @@ def percentiles(latencies: list[float]) -> tuple[float, float]:
     return statistics.median(latencies), latencies[int(0.95 * (len(latencies) - 1))]
 
 
-def measure(searches: list[tuple[str, Search]], data: Any, label: str, projects: list[str]) -> list[str]:
+def measure(runners: list[Timed], exact: Any, label: str, projects: list[str]) -> list[str]:
     """One table row per path: the paths take turns query by query (interleaved, so that a busy minute on a
     shared machine falls on all of them alike), after a warm-up of each."""
-    queries, exact = data["queries"], data[f"exact_{label}"]
-    for _, search in searches:
-        for i in range(min(WARM_UP, len(queries))):
-            search(queries[i], projects)
-    latencies: list[list[float]] = [[] for _ in searches]
-    recalls: list[list[float]] = [[] for _ in searches]
-    counts: list[list[int]] = [[] for _ in searches]
-    for i, query in enumerate(queries):
-        truth = set(exact[i].tolist())
-        for n, (_, search) in enumerate(searches):
-            t0 = time.perf_counter()
-            got = search(query, projects)
-            latencies[n].append((time.perf_counter() - t0) * 1000)
-            recalls[n].append(len(set(got) & truth) / 10)
-            counts[n].append(len(got))
+    for run in runners:
+        for i in range(min(WARM_UP, len(exact))):
+            run(i, label, projects)
+    latencies: dict[str, list[float]] = {}
+    recalls: dict[str, list[float]] = {}
+    counts: dict[str, list[int]] = {}
+    for i in range(len(exact)):
+        truth = {int(v) for v in exact[i]}
+        for run in runners:
+            for name, ms, got in run(i, label, projects):
+                latencies.setdefault(name, []).append(ms)
+                recalls.setdefault(name, []).append(len(set(got) & truth) / 10)
+                counts.setdefault(name, []).append(len(got))
     lines = []
-    for n, (name, _) in enumerate(searches):
-        p50, p95 = percentiles(latencies[n])
-        line = f"{label:>8} {name:>28} {p50:8.2f} {p95:8.2f} {statistics.mean(recalls[n]):10.3f}"
-        if min(counts[n]) < 10:
-            line += f"   rows returned: mean {statistics.mean(counts[n]):.1f}, min {min(counts[n])}"
+    for name in latencies:
+        p50, p95 = percentiles(latencies[name])
+        line = f"{label:>8} {name:>28} {p50:8.2f} {p95:8.2f} {statistics.mean(recalls[name]):10.3f}"
+        if min(counts[name]) < 10:
+            line += f"   rows returned: mean {statistics.mean(counts[name]):.1f}, min {min(counts[name])}"
         lines.append(line)
     return lines
 
@@ -231,7 +267,7 @@ def langchain(url: str, data: Any, ef_search: int) -> Search:
     if not index:
         store.apply_vector_index(HNSWIndex(m=16, ef_construction=64))
     if not (rows and index):
-        print(f"langchain-postgres: rows and HNSW index in {time.perf_counter() - started:.0f} s", flush=True)
+        print(f"langchain-postgres: rows and HNSW index in {time.perf_counter() - started:.0f} s", file=sys.stderr)
     prewarm(url, LANGCHAIN_TABLE)
 
     def search(query: np.ndarray, projects: list[str]) -> list[int]:
@@ -281,7 +317,7 @@ def llama_index(url: str, data: Any, ef_search: int) -> Search:
     # Its first call opens the store: CREATE INDEX IF NOT EXISTS ... USING hnsw, here after the rows are in.
     store.query(VectorStoreQuery(query_embedding=data["queries"][0].tolist(), similarity_top_k=1))
     if not (rows and index):
-        print(f"llama-index PGVectorStore: rows and HNSW index in {time.perf_counter() - started:.0f} s", flush=True)
+        print(f"llama-index PGVectorStore: rows and HNSW index in {time.perf_counter() - started:.0f} s", file=sys.stderr)
     prewarm(url, table)
 
     def search(query: np.ndarray, projects: list[str]) -> list[int]:
@@ -312,6 +348,7 @@ def main() -> int:
     parser.add_argument("--data", required=True, type=Path, help="the .npz query_latency.py --peers wrote")
     parser.add_argument("--ef-search", default="40", help="comma-separated hnsw.ef_search values, as the main run's")
     parser.add_argument("--only", choices=["langchain", "llama-index", "bare"], help="one path only")
+    parser.add_argument("--serve", action="store_true", help="answer queries on stdin for query_latency.py --peers")
     args = parser.parse_args()
 
     data = dict(np.load(args.data))
@@ -324,12 +361,29 @@ def main() -> int:
         ("llama-index", f"llama-index PGVS {version('llama-index-vector-stores-postgres')}", llama_index),
         ("bare", "bare pgvector, peers' run", bare),
     ]
+    queries = data["queries"]
     for ef_search in [int(v) for v in args.ef_search.split(",") if v]:
-        searches = [(name, make(args.database_url, data, ef_search)) for key, name, make in peers if args.only in (None, key)]
+        chosen = [
+            (key, name, make) for key, name, make in peers if args.only in (None, key) and not (args.serve and key == "bare")
+        ]
+        searches = [(name, make(args.database_url, data, ef_search)) for _, name, make in chosen]
+        if args.serve:  # for run_from_main: one line "i p1,p2" in, the peers' [name, ms, ids] out, until stdin closes
+            print("ready", flush=True)
+            for line in sys.stdin:
+                i, _, csv = line.strip().partition(" ")
+                projects = [p for p in csv.split(",") if p]
+                answer = []
+                for name, search in searches:
+                    t0 = time.perf_counter()
+                    got = search(queries[int(i)], projects)
+                    answer.append([name, (time.perf_counter() - t0) * 1000, got])
+                print(json.dumps(answer), flush=True)
+            return 0
+        runners = [timing(name, lambda i, projects, search=search: search(queries[i], projects)) for name, search in searches]
         print(f"\npeers, same rows and queries, hnsw.ef_search {ef_search} (paths interleaved query by query)")
         print(f"{'filter':>8} {'path':>28} {'p50 ms':>8} {'p95 ms':>8} {'recall@10':>10}", flush=True)
         for label, projects in FILTERS:
-            print("\n".join(measure(searches, data, label, projects)), flush=True)
+            print("\n".join(measure(runners, data[f"exact_{label}"], label, projects)), flush=True)
     return 0
 
 

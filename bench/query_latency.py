@@ -221,12 +221,11 @@ def main() -> int:
                                       ("bare pgvector, same server", bare)):  # fmt: skip
                         p50, p95, recall = timed(run, queries, exact[label])
                         print(f"{label:>8} {path:>28} {p50:8.2f} {p95:8.2f} {recall:10.3f}", flush=True)
-            if args.peers:  # in their own venv (make peers), on this database and server: bench/peer_stores.py
+            if args.peers:  # in their own venv (make peers), at the last ef_search, taking turns with two of ours
                 from peer_stores import run_from_main
 
-                run_from_main(
-                    conn, url, queries, exact, [int(v) for v in args.ef_search.split(",") if v] or [settings.hnsw_ef_search]
-                )
+                ours = {"run_search (SQL path)": sql_path, "bare pgvector, same server": bare}
+                run_from_main(conn, url, queries, exact, ef_search, ours)
 
     embedder.embed(["warm up"])
     t0 = time.perf_counter()
