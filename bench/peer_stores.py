@@ -10,11 +10,12 @@ through its own documented API (skipped when a kept database already holds them)
 {"project": ...} and our id as its document / node id, then builds an HNSW index (cosine, m 16,
 ef_construction 64, as the baseline) the way its docs show. Then, for each filter (1% = project p1,
 10% = p10, 100% = none), the same queries go through the peer's similarity search by vector with k 10 and
-a metadata filter ``project in [...]``; hnsw.ef_search is set through the peer's own option. Beside them runs
-query_latency.py's bare pgvector query again, the reference that its own table also has, and the paths take
-turns query by query: on a shared machine the ratios to that reference are what carries from one table to
-the other. Printed as query_latency.py prints its paths: p50 / p95 ms and recall@10 against the exact scan,
-plus the mean number of rows returned where a path returned fewer than 10.
+a metadata filter ``project in [...]``; hnsw.ef_search is set through the peer's own option. Under
+query_latency.py (``--serve``) this script answers one query at a time over a pipe, and query_latency.py's
+run_search and bare pgvector query take turns with the peers query by query, each path timed in its own
+process. Run alone, it times the peers and the same bare pgvector query, taking turns likewise. Printed as
+query_latency.py prints its paths: p50 / p95 ms and recall@10 against the exact scan, plus the mean number of
+rows returned where a path returned fewer than 10.
 
 How each peer is set up (the versions pinned in bench/peers/requirements.txt):
 

@@ -1,6 +1,6 @@
 """Query benchmark: handler latency and recall@10 of the indexed path against an exact scan.
 
-    .venv/bin/python bench/query_latency.py [--chunks 100000] [--queries 200] [--keep DATABASE]
+    .venv/bin/python bench/query_latency.py [--chunks 100000] [--queries 200] [--keep DATABASE] [--peers]
 
 Synthetic unit vectors (384 d; clustered around topic centres like text embeddings,
 or isotropic random with --vectors random) in projects of varied size: "p1" holds 1% of the
