@@ -8,8 +8,11 @@ STAMP := $(VENV)/.installed
 # checkov pins boto3 and packaging versions of its own: it gets a venv of its own (tests/infra/test_checkov.py).
 CHECKOV_VENV := .local/checkov
 CHECKOV_STAMP := $(CHECKOV_VENV)/.installed
+# The peers of bench/peer_stores.py (langchain-postgres, llama-index's PGVectorStore): their dependencies stay out of .venv.
+PEERS_VENV := .local/peers
+PEERS_STAMP := $(PEERS_VENV)/.installed
 
-.PHONY: demo test check lint down venv lock clean mpnet
+.PHONY: demo test check lint down venv lock clean mpnet peers
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -27,6 +30,14 @@ $(CHECKOV_STAMP): tests/infra/checkov-requirements.txt
 	test -x $(CHECKOV_VENV)/bin/python || $(PYTHON) -m venv $(CHECKOV_VENV)
 	$(CHECKOV_VENV)/bin/python -m pip install --quiet -r tests/infra/checkov-requirements.txt
 	touch $(CHECKOV_STAMP)
+
+# `make peers`, then `bench/query_latency.py --peers` times them beside this project on the same server.
+$(PEERS_STAMP): bench/peers/requirements.txt
+	test -x $(PEERS_VENV)/bin/python || $(PYTHON) -m venv $(PEERS_VENV)
+	$(PEERS_VENV)/bin/python -m pip install --quiet -r bench/peers/requirements.txt
+	touch $(PEERS_STAMP)
+
+peers: $(PEERS_STAMP)
 
 demo: $(STAMP)
 	$(BIN)/rag up

@@ -1,6 +1,6 @@
 """Query benchmark: handler latency and recall@10 of the indexed path against an exact scan.
 
-    .venv/bin/python bench/query_latency.py [--chunks 100000] [--queries 200] [--keep DATABASE]
+    .venv/bin/python bench/query_latency.py [--chunks 100000] [--queries 200] [--keep DATABASE] [--peers]
 
 Synthetic unit vectors (384 d; clustered around topic centres like text embeddings,
 or isotropic random with --vectors random) in projects of varied size: "p1" holds 1% of the
@@ -150,6 +150,9 @@ def main() -> int:
         metavar="DATABASE",
         help="load into this database and keep it; a later run with the same name and size reuses it",
     )
+    parser.add_argument(
+        "--peers", action="store_true", help="then langchain-postgres and llama-index on the same rows (bench/peer_stores.py)"
+    )
     args = parser.parse_args()
 
     import os
@@ -218,6 +221,11 @@ def main() -> int:
                                       ("bare pgvector, same server", bare)):  # fmt: skip
                         p50, p95, recall = timed(run, queries, exact[label])
                         print(f"{label:>8} {path:>28} {p50:8.2f} {p95:8.2f} {recall:10.3f}", flush=True)
+            if args.peers:  # in their own venv (make peers), at the last ef_search, taking turns with two of ours
+                from peer_stores import run_from_main
+
+                ours = {"run_search (SQL path)": sql_path, "bare pgvector, same server": bare}
+                run_from_main(conn, url, queries, exact, ef_search, ours)
 
     embedder.embed(["warm up"])
     t0 = time.perf_counter()

@@ -22,4 +22,21 @@ def test_the_script_starts_and_explains_itself(script):
 
 
 def test_every_script_is_checked():
-    assert {p.name for p in SCRIPTS} >= {"query_latency.py", "write_path.py", "retrieval_variants.py"}
+    assert {p.name for p in SCRIPTS} >= {"query_latency.py", "peer_stores.py", "write_path.py", "retrieval_variants.py"}
+
+
+def test_the_peers_table_scores_each_path_against_the_exact_ids_and_counts_short_answers():
+    sys.path.insert(0, str(BENCH))
+    try:
+        import peer_stores  # no peer is imported until a peer is set up: this runs in the project's venv
+    finally:
+        sys.path.remove(str(BENCH))
+    exact = [list(range(10)), list(range(10, 20))]
+    full = peer_stores.timing("full", lambda i, projects: exact[i])
+    short = peer_stores.timing("short", lambda i, projects: exact[i][:3] + [99])
+
+    lines = peer_stores.measure([full, short], exact, "10%", ["p10"])
+
+    assert [line.split()[1] for line in lines] == ["full", "short"]
+    assert lines[0].split()[4] == "1.000" and "rows returned" not in lines[0]
+    assert lines[1].split()[4] == "0.300" and lines[1].endswith("rows returned: mean 4.0, min 4")
