@@ -25,6 +25,7 @@ from rag.ask.extractive import NOT_FOUND, extractive_answer
 from rag.ask.providers import ChatModel, MalformedOutput, ModelFailure, ModelTimeout, ModelTurn, chat_model
 from rag.ask.redact import keep, redact
 from rag.ask.tools import TOOLS, ToolContext, ToolResult
+from rag.store.connection import pipelined_transaction
 
 if TYPE_CHECKING:
     import psycopg
@@ -101,7 +102,7 @@ def ask(
 
 def log_answer(conn: psycopg.Connection, tenant_id: str, question: str, project_ids: list[str], reply: dict[str, Any]) -> None:
     """The question and answer in ``query_log`` (mode ``ask``), with citations, tool calls and tokens (sql/0008)."""
-    with conn.pipeline(), conn.transaction():
+    with pipelined_transaction(conn):
         conn.execute("SELECT set_config('synchronous_commit', 'off', true)")  # as the search log: no WAL flush wait
         conn.execute(
             """INSERT INTO query_log (tenant_id, query, mode, types, filters, result_count, latency_ms, answer,

@@ -42,6 +42,7 @@ from datetime import date
 from typing import TYPE_CHECKING, Any, Literal
 
 from rag.search.types import SEARCHABLE_TYPES, SearchableType
+from rag.store.connection import pipelined_transaction
 
 if TYPE_CHECKING:
     import psycopg
@@ -253,7 +254,7 @@ def search_types(
     its own to that transaction (the pending query-log rows).
     """
     statements = [(spec.name, *search_statement(spec, scope, **options)) for spec in specs]
-    with conn.pipeline(), conn.transaction():
+    with pipelined_transaction(conn):
         if before is not None:
             before(conn)
         set_search_options(conn, ef_search, timeout_ms)

@@ -16,6 +16,8 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
+from rag.store.connection import pipelined_transaction
+
 if TYPE_CHECKING:
     import psycopg
 
@@ -75,5 +77,5 @@ class PendingQueryLog:
 
     def flush(self, conn: psycopg.Connection) -> None:
         """Write the pending rows in a transaction of their own."""
-        with conn.pipeline(), conn.transaction():
+        with pipelined_transaction(conn):
             self.write_in_transaction(conn)
