@@ -105,7 +105,9 @@ class Settings(BaseSettings):
         default=100, ge=10, le=1000, description="HNSW candidate list per search over an index of hnsw_ef_search_rows"
     )
     hnsw_ef_search_rows: int = Field(
-        default=100_000, ge=1, description="beyond this many rows in the vector index, ef_search grows in proportion"
+        default=100_000,
+        ge=1,
+        description="beyond this many rows in the vector index, ef_search grows with the square root of the growth",
     )
     hnsw_ef_search_max: int = Field(
         default=1000, ge=10, le=1000, description="the most ef_search grows to (pgvector's limit is 1000)"

@@ -115,13 +115,14 @@ def test_scope_size_reads_the_vector_index_rows_of_every_tenant_from_the_catalog
     [
         (50_000, 50_000, 100),  # small graphs keep the configured value
         (100_000, 2_000, 100),
-        (400_000, 10_000, 400),  # other tenants' rows make the graph bigger: it grows all the same
-        (0, 250_000, 250),  # index not analyzed yet: the tenant's rows stand in
-        (1_000_000, 1_000_000, 1000),
-        (5_000_000, 5_000_000, 1000),  # pgvector's ceiling
+        (400_000, 10_000, 200),  # other tenants' rows make the graph bigger: it grows all the same
+        (0, 900_000, 300),  # index not analyzed yet: the tenant's rows stand in
+        (1_000_000, 1_000_000, 316),
+        (10_000_000, 10_000_000, 1000),
+        (50_000_000, 50_000_000, 1000),  # pgvector's ceiling
     ],
 )
-def test_ef_search_grows_in_proportion_to_the_graph_beyond_the_base_rows(index_rows, tenant_rows, ef_search):
+def test_ef_search_grows_with_the_square_root_of_the_graph_beyond_the_base_rows(index_rows, tenant_rows, ef_search):
     assert ScopeSize(0, tenant_rows, index_rows).ef_search(base=100, base_rows=100_000, most=1000) == ef_search
 
 
@@ -284,7 +285,7 @@ class SyntheticEmbedder:
         return [unit_rows(1, seed=5)[0].tolist() for _ in texts]
 
 
-@pytest.mark.parametrize(("base_rows", "ef_search"), [(100_000, 40), (2_000, 200), (100, 1000)])
+@pytest.mark.parametrize(("base_rows", "ef_search"), [(100_000, 40), (1_000, 126), (10, 1000)])
 def test_run_search_widens_ef_search_with_the_size_of_the_vector_index(corpus, monkeypatch, base_rows, ef_search):
     from rag.config import Settings
     from rag.search import service
@@ -303,5 +304,5 @@ def test_run_search_widens_ef_search_with_the_size_of_the_vector_index(corpus, m
 
     ranked, _ = service.run_search(conn, SyntheticEmbedder(), settings, query)
 
-    assert used == [ef_search]  # 10,000 rows in the index: 40 x 10,000 / base_rows, within 40..1000
+    assert used == [ef_search]  # 10,000 rows in the index: 40 x sqrt(10,000 / base_rows), within 40..1000
     assert len(ranked) == 10

@@ -52,7 +52,7 @@ def test_each_model_gets_its_own_partial_hnsw_index(db, openai_indexes_dropped_a
     indexes = dict(db.execute("SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'chunks'").fetchall())
     local = indexes[embedding_index_name("chunks", MODEL, 384)]
     openai = indexes[embedding_index_name("chunks", "openai/text-embedding-3-small", 1536)]
-    assert "USING hnsw (((embedding)::vector(384)) vector_cosine_ops)" in local
+    assert "USING hnsw (((embedding)::vector(384)) vector_cosine_ops) WITH (m='16', ef_construction='128')" in local
     assert f"WHERE (embedding_model = '{MODEL}'::text)" in local
     assert "vector(1536)" in openai
     assert "USING gin (search_tsv)" in indexes["chunks_search_tsv_idx"]

@@ -6,6 +6,7 @@ scope in the warm process, so that a search does not pay a round trip for it.
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from dataclasses import dataclass
@@ -36,16 +37,17 @@ class ScopeSize:
         return self.rows <= max_rows and self.rows <= max_share * self.tenant_rows
 
     def ef_search(self, base: int, base_rows: int, most: int) -> int:
-        """``hnsw.ef_search`` for this graph: ``base`` up to ``base_rows`` rows, in proportion beyond, at most ``most``.
+        """``hnsw.ef_search`` for this graph: ``base`` up to ``base_rows`` rows, with the square root of the growth beyond.
 
         HNSW's recall at a fixed ef_search falls as its graph grows. Measured with
-        bench/query_latency.py and bench/index_variants.py on clustered 384-d vectors: ef_search 100 keeps
-        recall@10 at .99 over 100,000 rows but gives .83 over a million, which needs about
-        800 for .95. A filtered search walks the same graph (the iterative scan visits more of it), so the
-        graph's size, every tenant's rows of the model, counts, not the scope's.
+        bench/index_variants.py on clustered 384-d vectors (graphs built with ef_construction 128):
+        ef_search 100 keeps recall@10 at .99 over 100,000 rows; a million rows need about
+        300 for .97 (200: .96, 400: .98), where the search time is still flat. A filtered search
+        walks the same graph (the iterative scan visits more of it), so the graph's size, every
+        tenant's rows of the model, counts, not the scope's. At most ``most``.
         """
         graph = max(self.index_rows, self.tenant_rows)
-        return max(base, min(most, round(base * graph / max(1, base_rows))))
+        return max(base, min(most, round(base * math.sqrt(graph / max(1, base_rows)))))
 
 
 def scope_size(conn: psycopg.Connection, scope: SearchScope, index_name: str | None = None) -> ScopeSize:

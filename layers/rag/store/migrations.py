@@ -234,13 +234,23 @@ def embedding_index_name(table: str, model_id: str, dimension: int) -> str:
     return f"{table}_emb_{slug}_{dimension}_{digest}"
 
 
+# The graph's build parameters. pgvector's defaults (m 16, ef_construction 64) build a graph whose
+# recall@10 over a million clustered 384-d vectors stops at .95 even at ef_search 1,000; ef_construction
+# 128 reaches .96 at ef_search 200 and .98 at 400, within the same search time (bench/index_variants.py).
+HNSW_M = 16
+HNSW_EF_CONSTRUCTION = 128
+
+
 def _embedding_index_sql(table: str, model_id: str, dimension: int, *, concurrently: bool) -> sql.Composed:
     from psycopg import sql
 
     return sql.SQL(
         "CREATE INDEX {concurrently} IF NOT EXISTS {name} ON {table}"
-        " USING hnsw ((embedding::vector({dim})) vector_cosine_ops) WHERE embedding_model = {model}"
+        " USING hnsw ((embedding::vector({dim})) vector_cosine_ops) WITH (m = {m}, ef_construction = {ef_construction})"
+        " WHERE embedding_model = {model}"
     ).format(
+        m=sql.Literal(HNSW_M),
+        ef_construction=sql.Literal(HNSW_EF_CONSTRUCTION),
         concurrently=sql.SQL("CONCURRENTLY" if concurrently else ""),
         name=sql.Identifier(embedding_index_name(table, model_id, dimension)),
         table=sql.Identifier(table),
