@@ -32,6 +32,6 @@ def test_token_counts_and_limit_match_the_model():
 
 
 def test_importing_the_library_loads_no_heavy_sdk():
-    code = "import sys, rag.embedding, rag.ingest, rag.events; print(sorted(m for m in ('torch', 'openai', 'sentence_transformers') if m in sys.modules))"
+    code = "import sys, rag.embedding, rag.ingest, rag.events; print(sorted(m for m in ('torch', 'openai', 'sentence_transformers', 'onnxruntime') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

@@ -215,3 +215,15 @@ def test_int8_rows_get_their_own_partial_index_and_are_searched_apart_from_fp32_
     assert hits and hits[0].content == chunks[1].text and hits[0].similarity > 0.99
     fp32 = embedders["onnx"].model_id
     assert search_chunks(db, scope, mode="semantic", query="q", query_vector=query, model_id=fp32, dimension=384, top_k=3) == []
+
+
+@pytest.mark.slow
+def test_once_exported_the_onnx_path_runs_without_torch(embedders, onnx_cache: Path):
+    code = (
+        "import sys\nfrom pathlib import Path\nfrom rag.config import Settings\nfrom rag.embedding.local import LocalEmbedder\n"
+        f"e = LocalEmbedder(Settings(embedding_runtime='onnx', model_cache_dir=Path({str(onnx_cache)!r})))\n"
+        "assert len(e.embed(['hello'])[0]) == 384\n"
+        "print(sorted(m for m in ('torch', 'transformers', 'sentence_transformers', 'onnx') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
