@@ -81,7 +81,9 @@ class LocalEmbedder:
 
         exported = onnx_file(self.spec, Path(self._model_path), self.cache_dir, "int8" if self.runtime == "onnx-int8" else "fp32")
         tokenizer = os.path.join(self._model_path, "tokenizer.json")
-        return OnnxEncoder(exported.content, tokenizer, self.spec.max_sequence_tokens, self.threads)
+        return OnnxEncoder(
+            exported.content, tokenizer, self.spec.max_sequence_tokens, self.threads, one_text_per_run=self.runtime == "onnx-int8"
+        )
 
     def count_tokens(self, text: str) -> int:
         return len(self._tokenizer.encode(text, add_special_tokens=False).ids)
