@@ -28,8 +28,8 @@ def test_token_counts_and_limit_match_the_model():
     embedder = LocalEmbedder(Settings())
     assert embedder.count_tokens("hello world") == 2
     assert embedder.count_tokens(" ".join(["battery"] * 1000)) == 1000
-    assert embedder.max_input_tokens == 254 and embedder.model_id == "local/all-MiniLM-L6-v2-int8"  # the default runtime
-    assert LocalEmbedder(Settings(embedding_runtime="onnx")).model_id == "local/all-MiniLM-L6-v2"
+    assert embedder.max_input_tokens == 254 and embedder.model_id == "local/all-MiniLM-L6-v2"
+    assert embedder.runtime == "onnx"  # the default: torch's vectors, under torch's model id
 
 
 def test_importing_the_library_loads_no_heavy_sdk():
