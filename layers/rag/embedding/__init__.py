@@ -21,7 +21,7 @@ def get_embedder(settings: Settings | None = None) -> Embedder:
     from rag.config import get_settings
 
     settings = settings or get_settings()
-    key = (settings.embedding_provider, settings.resolved_embedding_model, settings.resolved_embedding_dimension)
+    key = (settings.embedding_model_id, settings.resolved_embedding_dimension, settings.embedding_runtime)
     if key not in _EMBEDDERS:
         from rag.embedding.index_text import IndexTextEmbedder
 
@@ -29,7 +29,7 @@ def get_embedder(settings: Settings | None = None) -> Embedder:
     return _EMBEDDERS[key]
 
 
-_EMBEDDERS: dict[tuple[str, str, int], Embedder] = {}
+_EMBEDDERS: dict[tuple[str, int, str], Embedder] = {}
 
 
 def _create(settings: Settings) -> Embedder:

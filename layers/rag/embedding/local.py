@@ -7,6 +7,13 @@ is read: weights that differ are refused.
 
 Counting tokens uses the model's own WordPiece tokenizer through ``tokenizers`` and
 never loads torch; the model itself loads on the first ``embed`` call.
+
+``RAG_EMBEDDING_RUNTIME`` picks what runs it: ``onnx`` (the default) runs ONNX Runtime on a
+file exported once from the verified weights (``rag.embedding.onnx_files``): the same
+vectors as sentence-transformers (max abs difference about 2e-7), faster, and no torch
+once the file exists. ``torch`` runs sentence-transformers. ``onnx-int8`` runs int8
+weights: other vectors, recorded under their own model id (``local/<model>-int8``) so they
+never share an index with fp32 rows. Measurements: docs/embedding-runtime.md.
 """
 
 from __future__ import annotations
@@ -31,7 +38,9 @@ class LocalEmbedder:
         self.spec = model
         self.dimension = model.dimension
         self.max_input_tokens = model.max_sequence_tokens - 2  # the model's limit counts [CLS] and [SEP]
-        self.model_id = f"local/{model.name}"
+        self.runtime = settings.embedding_runtime
+        self.model_id = settings.embedding_model_id  # local/<model>, or local/<model>-int8
+        self.threads = max(1, os.cpu_count() or 1)
         self.batch_size = settings.embedding_batch_size
         # Resolved here, not in Settings: a Lambda builds Settings and may have no home directory.
         self.cache_dir = settings.model_cache_dir or Path.home() / ".cache" / "rag-models"
@@ -54,6 +63,8 @@ class LocalEmbedder:
 
     @cached_property
     def _model(self) -> Any:
+        if self.runtime != "torch":
+            return self._onnx_encoder()
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
@@ -61,8 +72,18 @@ class LocalEmbedder:
         import torch
         from sentence_transformers import SentenceTransformer
 
-        torch.set_num_threads(max(1, os.cpu_count() or 1))
+        torch.set_num_threads(self.threads)
         return SentenceTransformer(self._model_path, device="cpu", local_files_only=True)
+
+    def _onnx_encoder(self) -> Any:
+        from rag.embedding.onnx_encoder import OnnxEncoder
+        from rag.embedding.onnx_files import onnx_file
+
+        exported = onnx_file(self.spec, Path(self._model_path), self.cache_dir, "int8" if self.runtime == "onnx-int8" else "fp32")
+        tokenizer = os.path.join(self._model_path, "tokenizer.json")
+        return OnnxEncoder(
+            exported.content, tokenizer, self.spec.max_sequence_tokens, self.threads, one_text_per_run=self.runtime == "onnx-int8"
+        )
 
     def count_tokens(self, text: str) -> int:
         return len(self._tokenizer.encode(text, add_special_tokens=False).ids)
@@ -70,6 +91,9 @@ class LocalEmbedder:
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         if not texts:
             return []
+        if self.runtime != "torch":
+            onnx_rows: list[list[float]] = self._model.encode(list(texts), self.batch_size)
+            return onnx_rows
         vectors = self._model.encode(
             list(texts), batch_size=self.batch_size, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
         )
