@@ -172,16 +172,9 @@ def bare(url: str, data: Any, ef_search: int) -> Search:
     register_vector(conn)
 
     def search(query: np.ndarray, projects: list[str]) -> list[int]:
-        with conn.transaction():
-            conn.execute("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), set_config('hnsw.ef_search', %s, true)",
-                         (str(ef_search),))  # fmt: skip
-            if projects:
-                rows = conn.execute(
-                    "SELECT id FROM bare_items WHERE project_id = ANY(%s) ORDER BY embedding <=> %s LIMIT 10", (projects, query)
-                )
-            else:
-                rows = conn.execute("SELECT id FROM bare_items ORDER BY embedding <=> %s LIMIT 10", (query,))
-            return [row[0] for row in rows]
+        from bare_pgvector import bare_search
+
+        return bare_search(conn, projects, query, ef_search)
 
     return search
 

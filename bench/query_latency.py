@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bare_pgvector import bare_search  # noqa: E402
 from write_path import clustered_vectors, unit_vectors  # noqa: E402
 
 from common import FILTERS, bench_database, exact_top10  # noqa: E402
@@ -91,20 +92,6 @@ def load_bare_baseline(conn) -> None:
     conn.execute("CREATE INDEX ON bare_items (project_id)")
     conn.execute("ANALYZE bare_items")
     print(f"bare baseline table (+HNSW build) in {time.perf_counter() - started:.0f} s", flush=True)
-
-
-def bare_search(conn, projects: list[str], query: np.ndarray, ef_search: int) -> list[int]:
-    """The plain pgvector query (iterative scan, prepared after a few runs as psycopg does by default)."""
-    with conn.transaction():
-        conn.execute("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), set_config('hnsw.ef_search', %s, true)",
-                     (str(ef_search),))  # fmt: skip
-        if projects:
-            rows = conn.execute(
-                "SELECT id FROM bare_items WHERE project_id = ANY(%s) ORDER BY embedding <=> %s LIMIT 10", (projects, query)
-            )
-        else:
-            rows = conn.execute("SELECT id FROM bare_items ORDER BY embedding <=> %s LIMIT 10", (query,))
-        return [row[0] for row in rows]
 
 
 def configured_ef_search(conn, settings) -> int:
