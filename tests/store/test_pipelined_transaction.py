@@ -85,3 +85,16 @@ def test_a_connection_outside_autocommit_keeps_psycopgs_transaction(database_url
             conn.execute("INSERT INTO pipelined_scratch VALUES (7)")
         conn.commit()
     assert scratch.execute("SELECT array_agg(n) FROM pipelined_scratch").fetchone() == ([7],)
+
+
+def test_a_connection_killed_mid_transaction_raises_and_commits_nothing(database_url, scratch):
+    victim = connect(database_url)
+    with connect(database_url) as killer:
+        with pytest.raises(psycopg.OperationalError):
+            with pipelined_transaction(victim):
+                victim.execute("INSERT INTO pipelined_scratch VALUES (1)")
+                killer.execute("SELECT pg_terminate_backend(%s)", (victim.info.backend_pid,))
+                victim.execute("SELECT pg_sleep(0.2)")
+
+    assert victim.closed or victim.broken
+    assert scratch.execute("SELECT count(*) FROM pipelined_scratch").fetchone() == (0,)
