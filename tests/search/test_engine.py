@@ -89,6 +89,31 @@ def test_the_hnsw_index_serves_semantic_search(corpus):
     assert len(hits) == 50
 
 
+def test_a_semantic_search_reads_each_row_once_and_returns_all_its_fields(corpus):
+    """Semantic mode has a statement of its own (no fusion): the index scan's rows are the results, not looked up again."""
+    conn, vectors = corpus
+    query = unit_rows(1, seed=5)[0]
+    for exact in (False, True):
+        explained = plan(conn, SearchScope("t1", ("big",)), query, exact=exact)
+        assert ("chunks_emb_test_synthetic_384_384" in explained) is not exact and "chunks_pkey" not in explained
+
+    scope = SearchScope("t1", ("big",), source_prefix="projects/big/doc7.")  # a documents filter, joined in the scan
+
+    hits = search_chunks(conn, scope, mode="semantic", query="", query_vector=query, model_id=MODEL, dimension=DIM,
+                         top_k=5, exact=True)  # fmt: skip
+
+    doc_vectors = vectors[7 * CHUNKS_PER_DOC : 8 * CHUNKS_PER_DOC]  # doc7 is the only document under the prefix
+    expected = np.argsort(-(doc_vectors @ query))[:5]
+    assert [h.metadata["chunk_index"] for h in hits] == [int(i) for i in expected]
+    assert [h.similarity for h in hits] == pytest.approx([float(doc_vectors[i] @ query) for i in expected], abs=1e-5)
+    assert [h.score for h in hits] == [h.similarity for h in hits]
+    assert [h.semantic_rank for h in hits] == [1, 2, 3, 4, 5]
+    assert {(h.keyword_rank, h.keyword_score) for h in hits} == {(None, None)}
+    first = hits[0]
+    assert first.content == text_for(7, int(expected[0])) and first.source_uri.endswith("projects/big/doc7.txt")
+    assert (first.project_id, first.speakers, first.metadata["meeting_date"]) == ("big", [], None)
+
+
 def test_scope_size_counts_the_chunks_a_filter_can_reach(corpus):
     conn, _ = corpus
     small_doc = conn.execute("SELECT id::text FROM documents WHERE project_id = 'small'").fetchone()[0]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from functools import partial
 
 from rag.search.engine import SearchScope, search_chunks
 from rag.search.query_log import PendingQueryLog
@@ -49,3 +50,25 @@ def test_filters_and_odd_text_survive_the_batched_insert(db):
     rows = logged(db)
     assert [r[1] for r in rows] == ['quote " and comma, here', "second"]
     assert rows[0][4] == json.loads(json.dumps(filters)) and rows[1][3] == ["decision", "risk"]
+
+
+def test_under_load_rows_wait_for_a_full_batch_or_the_flush_interval(db):
+    db.execute("TRUNCATE query_log")
+    log = PendingQueryLog(batch_rows=3)
+    log.add("acme", "q0", "semantic", ["chunk"], {}, 1, 0.5, 0.5, 1.0)
+    log.flush(db)  # just written: the interval starts now
+
+    def search(flush_seconds: float) -> None:
+        search_chunks(db, SearchScope("acme"), mode="keyword", query="anything", query_vector=None, model_id="m",
+                      dimension=3, top_k=5, before=partial(log.write_in_transaction, flush_seconds=flush_seconds))  # fmt: skip
+
+    counts = []
+    for i in (1, 2, 3):
+        log.add("acme", f"q{i}", "semantic", ["chunk"], {}, 1, 0.5, 0.5, 1.0)
+        search(flush_seconds=60)
+        counts.append(len(logged(db)))
+    assert counts == [1, 1, 4]  # two rows wait beside two searches; the third makes a batch, sent with its search
+
+    log.add("acme", "q4", "semantic", ["chunk"], {}, 1, 0.5, 0.5, 1.0)
+    search(flush_seconds=0)  # a lone row goes once the interval has passed
+    assert [row[1] for row in logged(db)] == ["q0", "q1", "q2", "q3", "q4"]

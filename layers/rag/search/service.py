@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING
 
 from rag.search.engine import FusionWeights, Hit, Mode, SearchScope, search_types
@@ -71,7 +72,7 @@ def run_search(
         conn, specs, scope, mode=request.mode, query=text, query_vector=vector, model_id=embedder.model_id,
         dimension=embedder.dimension, top_k=candidates, threshold=request.threshold, fusion=fusion,
         ef_search=ef_search, exact=exact, timeout_ms=settings.api_statement_timeout_ms,
-        before=pending_log.write_in_transaction,
+        before=partial(pending_log.write_in_transaction, flush_seconds=settings.query_log_flush_seconds),
     )  # fmt: skip
     ranked = merge_types(hits_by_type, mode=request.mode, top_k=candidates, fusion=fusion)
     if settings.recency_half_life_days:
