@@ -253,8 +253,10 @@ class StageConfig:
 
     @property
     def embedding_model_id(self) -> str:
-        """What rows record (``provider/model``), as the library's Settings computes it."""
-        return f"{self.embedding_provider}/{self.embedding_model}"
+        """What rows record, by the library's own rule (``rag.embedding.model_id``)."""
+        from rag.embedding.model_id import embedding_model_id
+
+        return embedding_model_id(self.embedding_provider, self.embedding_model, self.embedding_dimension)
 
 
 STAGES: dict[str, StageConfig] = {

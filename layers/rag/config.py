@@ -213,9 +213,13 @@ class Settings(BaseSettings):
 
     @property
     def embedding_model_id(self) -> str:
-        """What rows record: ``provider/model`` (``-int8`` appended when the local model runs quantized)."""
-        quantized = "-int8" if self.embedding_provider == "local" and self.embedding_runtime == "onnx-int8" else ""
-        return f"{self.embedding_provider}/{self.resolved_embedding_model}{quantized}"
+        """What rows record: ``provider/model``, ``-int8`` for a quantized local model, ``@size`` if shortened."""
+        from rag.embedding.model_id import embedding_model_id
+
+        quantized = self.embedding_provider == "local" and self.embedding_runtime == "onnx-int8"
+        return embedding_model_id(
+            self.embedding_provider, self.resolved_embedding_model, self.resolved_embedding_dimension, quantized=quantized
+        )
 
     @property
     def resolved_embedding_model(self) -> str:

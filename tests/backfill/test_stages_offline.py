@@ -210,7 +210,7 @@ def test_a_new_embedding_model_sends_documents_back_to_embed_and_never_mixes_mod
         run_named_stage(db, switched, "embed", 10, embedder=openai_embedder)
         extracted = run_named_stage(db, switched, "extract", 10, embedder=openai_embedder)
     assert extracted.processed == 2
-    assert models_per_document() == {doc: {"openai/text-embedding-3-small"} for doc in docs}
+    assert models_per_document() == {doc: {"openai/text-embedding-3-small@256"} for doc in docs}  # shortened: its own space
     dims = db.execute("SELECT DISTINCT vector_dims(embedding) FROM segments").fetchall()
     assert dims == [(256,)]
     assert {row[0] for row in db.execute("SELECT status FROM documents")} == {"extracted"}

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from infra.config import STAGES, stage_config
+from rag.config import Settings
 from tests.infra.conftest import SKIP_BUNDLING, Synthesized
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -123,6 +124,11 @@ def test_functions_get_the_configured_embedding_model(stage: Synthesized) -> Non
         assert variables["RAG_EMBEDDING_PROVIDER"] == stage.config.embedding_provider
         assert variables["RAG_EMBEDDING_MODEL"] == stage.config.embedding_model
         assert variables["RAG_EMBEDDING_DIMENSION"] == str(stage.config.embedding_dimension)
+        # The id the function's rows record is the one whose index the migration builds.
+        settings = Settings(embedding_provider=variables["RAG_EMBEDDING_PROVIDER"],
+                            embedding_model=variables["RAG_EMBEDDING_MODEL"],
+                            embedding_dimension=int(variables["RAG_EMBEDDING_DIMENSION"]))  # fmt: skip
+        assert settings.embedding_model_id == stage.config.embedding_model_id
         assert variables["POWERTOOLS_METRICS_NAMESPACE"] == "MeetingRag"
         assert variables["POWERTOOLS_SERVICE_NAME"]
 

@@ -40,8 +40,8 @@ def test_rerunning_migrations_is_a_no_op_and_each_is_recorded(db):
 
 @pytest.fixture
 def openai_indexes_dropped_after(db):
-    """The 1536-d indexes this test creates go again: the session's database is shared, and a later test
-    writing 256-d vectors under the same model id would fail on them."""
+    """The OpenAI indexes a test creates go again: the session's database is shared, and every later
+    migrate would keep them up to date."""
     yield
     for (name,) in db.execute("SELECT indexname FROM pg_indexes WHERE indexdef LIKE '%text-embedding-3-small%'").fetchall():
         db.execute(f'DROP INDEX IF EXISTS "{name}"')
@@ -57,6 +57,33 @@ def test_each_model_gets_its_own_partial_hnsw_index(db, openai_indexes_dropped_a
     assert "vector(1536)" in openai
     assert "USING gin (search_tsv)" in indexes["chunks_search_tsv_idx"]
     assert "(tenant_id, project_id)" in indexes["chunks_tenant_project_idx"]
+
+
+def test_one_model_at_two_sizes_is_two_spaces_each_with_its_own_index(db, openai_indexes_dropped_after):
+    """Shortened OpenAI vectors are recorded under an id of their own: an index of the full size never meets them."""
+    import numpy as np
+
+    from rag.config import Settings
+    from rag.parsing.model import Chunk, ParsedDocument
+    from rag.store import documents as repo
+
+    full = Settings(embedding_provider="openai", embedding_dimension=1536).embedding_model_id
+    short = Settings(embedding_provider="openai", embedding_dimension=256).embedding_model_id
+    assert (full, short) == ("openai/text-embedding-3-small", "openai/text-embedding-3-small@256")
+    source = repo.SourceObject("t", "p", "b", "projects/p/short.txt", content_sha256="x")
+    chunk = Chunk(index=0, text="we ship in March", start_char=0, end_char=16, token_count=4)
+    repo.replace_document(db, source, repo.DocumentFields(), ParsedDocument(kind="document", format="text",
+                          text=chunk.text), [chunk], [np.full(256, 1 / 16, dtype=np.float32)], short)  # fmt: skip
+
+    # Both indexes build over the same table: each one's rows are its own size (one id would fail: 256 != 1536).
+    migrate(db, REPO_ROOT / "sql", {full: 1536, short: 256})
+
+    indexes = dict(db.execute("SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'chunks'").fetchall())
+    assert "vector(1536)" in indexes[embedding_index_name("chunks", full, 1536)]
+    assert (
+        f"vector(256)) vector_cosine_ops) WITH (m='16', ef_construction='128') WHERE (embedding_model = '{short}'::text)"
+        in (indexes[embedding_index_name("chunks", short, 256)])
+    )
 
 
 def test_a_badly_named_migration_file_is_refused(tmp_path: Path):

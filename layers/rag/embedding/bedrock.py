@@ -33,7 +33,7 @@ class BedrockEmbedder:
         self.dimension = settings.resolved_embedding_dimension
         if self.dimension not in TITAN_V2_DIMENSIONS:
             raise ValueError(f"Titan Text Embeddings V2 supports dimensions {TITAN_V2_DIMENSIONS}, not {self.dimension}")
-        self.model_id = f"bedrock/{self.model}"
+        self.model_id = settings.embedding_model_id
         if client is not None:
             self.__dict__["_client"] = client
 

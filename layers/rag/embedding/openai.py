@@ -53,7 +53,7 @@ class OpenAIEmbedder:
         self.settings = settings
         self.model = settings.resolved_embedding_model
         self.dimension = settings.resolved_embedding_dimension
-        self.model_id = f"openai/{self.model}"
+        self.model_id = settings.embedding_model_id
         self.batch_size = settings.embedding_batch_size
 
     @cached_property
