@@ -40,7 +40,7 @@ def test_invoke_model_request_and_response_on_the_titan_v2_wire_format():
     with stub:
         assert embedder.embed(["the battery decision"]) == [vector]
     stub.assert_no_pending_responses()
-    assert embedder.model_id == "bedrock/amazon.titan-embed-text-v2:0"
+    assert embedder.model_id == "bedrock/amazon.titan-embed-text-v2:0@256"  # shortened from 1,024: its own space
 
 
 def test_throttling_surfaces_as_embedding_error():
