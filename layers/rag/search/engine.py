@@ -11,7 +11,7 @@ its table, the text shown as content, its metadata fields, its keyword ranking.
   sort by distance. The planner cannot make that choice itself: it costs the HNSW scan as
   if the filter kept every row it visits, and on a 1% filter the iterative scan visits
   (and fetches from the heap) about a hundred rows for each one it keeps. Semantic mode alone
-  has a statement of its own, the index scan with the result's columns (``_semantic_statement``).
+  has a slimmer statement of its own (``_semantic_statement``).
 - Keyword, chunks: exact BM25 (k1 1.2, b 0.75) over the chunks' ``search_tsv`` (GIN index, term
   frequencies from positions) and ``chunk_lexemes`` (lengths, document frequencies), with IDF and
   average length from the whole project (better than per-meeting statistics, even
@@ -371,26 +371,26 @@ def _semantic_statement(
     spec: SearchableType, scope: SearchScope, query_vector: Any, model_id: str, dimension: int, top_k: int,
     threshold: float, candidates: int | None, exact: bool,
 ) -> tuple[str, dict[str, Any]]:  # fmt: skip
-    """Semantic mode alone: the index scan returns the rows themselves, nothing to rank, fuse or join back.
+    """Semantic mode alone: the scan's top rows, their columns and documents; nothing to fuse.
 
-    The hybrid template costs a semantic search 0.3-0.4 ms more at 100,000 chunks (planning its CTEs
-    and window functions, a second lookup of each row): 15-20% of the search. ``c.*`` is safe
-    to select: the planner drops the columns the outer query does not use (the vector, the
-    tsvector) from the subquery before it runs.
+    The hybrid template costs a semantic search 0.2-0.4 ms more at 100,000 chunks (planning its
+    CTEs and window functions over both sides): 10-20% of the search. The scan keeps its rows
+    narrow (id, distance) and the top ones are looked up again: carrying every column through the
+    exact sort of a scope's rows cost 3 ms at 10,000 rows (bench/query_latency.py, 1% of a million).
     """
     where, params, needs_documents = _scope_filter(scope)
     join_documents = "JOIN documents d ON d.id = c.document_id" if needs_documents else ""
     distance = f"c.embedding::vector({dimension}) <=> %(qvec)s::vector({dimension})"
     params.update(qvec=query_vector, model=model_id, candidates=candidates or top_k, threshold=threshold, top_k=top_k)
-    statement = f"""SELECT c.id, 1 - c.distance, 1 - c.distance, {_result_columns(spec)},
-               row_number() OVER (ORDER BY c.distance, c.id), NULL::bigint, NULL::float8
-        FROM (SELECT c.*, {distance} AS distance
+    statement = f"""SELECT c.id, 1 - s.distance, 1 - s.distance, {_result_columns(spec)},
+               row_number() OVER (ORDER BY s.distance, s.id), NULL::bigint, NULL::float8
+        FROM (SELECT c.id, {distance} AS distance
               FROM {spec.table} c {join_documents}
               WHERE {where} AND c.embedding_model = %(model)s
-              ORDER BY {_distance_order(distance, exact)} LIMIT %(candidates)s) c
-        JOIN documents d ON d.id = c.document_id
-        WHERE 1 - c.distance >= %(threshold)s
-        ORDER BY c.distance, c.id LIMIT %(top_k)s"""
+              ORDER BY {_distance_order(distance, exact)} LIMIT %(candidates)s) s
+        JOIN {spec.table} c ON c.id = s.id JOIN documents d ON d.id = c.document_id
+        WHERE c.tenant_id = %(tenant)s AND 1 - s.distance >= %(threshold)s
+        ORDER BY s.distance, s.id LIMIT %(top_k)s"""
     return statement, params
 
 
