@@ -1,4 +1,4 @@
-"""Query-log rows ride along with the next search's transaction, or go alone when the log has been quiet."""
+"""Query-log rows ride along with a later search's transaction (a full batch, or once the interval has passed), or go alone."""
 
 from __future__ import annotations
 
