@@ -72,3 +72,27 @@ def test_under_load_rows_wait_for_a_full_batch_or_the_flush_interval(db):
     log.add("acme", "q4", "semantic", ["chunk"], {}, 1, 0.5, 0.5, 1.0)
     search(flush_seconds=0)  # a lone row goes once the interval has passed
     assert [row[1] for row in logged(db)] == ["q0", "q1", "q2", "q3", "q4"]
+
+
+def test_parallel_searches_write_every_row_once(db, database_url):
+    """Threads share one log (the local API serves searches on threads): each row is written once, none lost."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from rag.store.connection import connect
+
+    db.execute("TRUNCATE query_log")
+    log = PendingQueryLog(batch_rows=5)
+
+    def client(n: int) -> None:
+        with connect(database_url) as conn:
+            for i in range(25):
+                log.add("acme", f"client{n} q{i}", "keyword", ["chunk"], {}, 0, None, None, 1.0)
+                search_chunks(conn, SearchScope("acme"), mode="keyword", query="anything", query_vector=None, model_id="m",
+                              dimension=3, top_k=5, before=partial(log.write_in_transaction, flush_seconds=60))  # fmt: skip
+
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(client, range(8)))
+    log.flush(db)  # what the last batch left waiting
+
+    queries = [row[1] for row in logged(db)]
+    assert sorted(queries) == sorted(f"client{n} q{i}" for n in range(8) for i in range(25))

@@ -110,8 +110,8 @@ class Hit:
     keyword_score: float | None = None  # BM25 (None: not on the keyword side)
 
 
-def _scope_filter(scope: SearchScope, alias: str = "c") -> tuple[str, dict[str, Any], bool]:
-    """SQL conditions on the searched rows (``alias``) and, when needed, documents ``d``; returns (sql, params, needs_documents)."""
+def _scope_filter(scope: SearchScope, alias: str = "c") -> tuple[str, dict[str, Any], str]:
+    """SQL conditions on the searched rows (``alias``) and, when needed, documents ``d``; returns (sql, params, documents join)."""
     conditions = [f"{alias}.tenant_id = %(tenant)s"]
     params: dict[str, Any] = {"tenant": scope.tenant_id}
     needs_documents = False
@@ -136,11 +136,23 @@ def _scope_filter(scope: SearchScope, alias: str = "c") -> tuple[str, dict[str, 
         conditions.append("starts_with(d.object_key, %(prefix)s)")
         params["prefix"] = scope.source_prefix
         needs_documents = True
-    return " AND ".join(conditions), params, needs_documents
+    join_documents = f"JOIN documents d ON d.id = {alias}.document_id" if needs_documents else ""
+    return " AND ".join(conditions), params, join_documents
+
+
+def _distance(dimension: int) -> str:
+    """Cosine distance of the row ``c`` to the query vector, cast to the model's size (its partial HNSW index's expression)."""
+    return f"c.embedding::vector({dimension}) <=> %(qvec)s::vector({dimension})"
+
+
+def _distance_order(distance: str, exact: bool) -> str:
+    # The HNSW index serves only ORDER BY <column> <=> <vector>: "+ 0" orders by the same
+    # value through an exact sort of the filtered rows.
+    return f"({distance}) + 0" if exact else "distance"
 
 
 def _semantic_cte(table: str, dimension: int, where: str, join_documents: str, exact: bool) -> str:
-    distance = f"c.embedding::vector({dimension}) <=> %(qvec)s::vector({dimension})"
+    distance = _distance(dimension)
     order = _distance_order(distance, exact)
     return f"""semantic AS (
         SELECT id, distance, row_number() OVER (ORDER BY distance) AS rank FROM (
@@ -319,8 +331,7 @@ def search_statement(
         raise ValueError(f"{mode} search needs the query's vector")
     if mode == "semantic":
         return _semantic_statement(spec, scope, query_vector, model_id, int(dimension), top_k, threshold, candidates, exact)
-    where, params, needs_documents = _scope_filter(scope)
-    join_documents = "JOIN documents d ON d.id = c.document_id" if needs_documents else ""
+    where, params, join_documents = _scope_filter(scope)
     dimension = int(dimension)
     # Fusion needs more than top_k from each side for the lists to overlap meaningfully.
     n_candidates = candidates or (top_k if mode == "keyword" else max(top_k * 4, 40))
@@ -347,11 +358,7 @@ def search_statement(
                          + (1.0::float8 - %(share)s) * coalesce({_min_max("k.score")}, 0.0::float8) AS score,
                            s.rank AS semantic_rank, k.rank AS keyword_rank, k.score AS keyword_score
                     FROM semantic s FULL JOIN keyword k ON k.id = s.id"""
-    similarity = (
-        f"1 - (c.embedding::vector({dimension}) <=> %(qvec)s::vector({dimension}))"
-        if query_vector is not None
-        else "NULL::float8"
-    )
+    similarity = f"1 - ({_distance(dimension)})" if query_vector is not None else "NULL::float8"
     statement = f"""WITH {", ".join(ctes)}, ranked AS ({ranked} ORDER BY score DESC, id LIMIT %(top_k)s)
         SELECT r.id, r.score, CASE WHEN c.embedding_model = %(model)s THEN {similarity} END,
                {_result_columns(spec)}, r.semantic_rank, r.keyword_rank, r.keyword_score
@@ -378,9 +385,8 @@ def _semantic_statement(
     narrow (id, distance) and the top ones are looked up again: carrying every column through the
     exact sort of a scope's rows cost 3 ms at 10,000 rows (bench/query_latency.py, 1% of a million).
     """
-    where, params, needs_documents = _scope_filter(scope)
-    join_documents = "JOIN documents d ON d.id = c.document_id" if needs_documents else ""
-    distance = f"c.embedding::vector({dimension}) <=> %(qvec)s::vector({dimension})"
+    where, params, join_documents = _scope_filter(scope)
+    distance = _distance(dimension)
     params.update(qvec=query_vector, model=model_id, candidates=candidates or top_k, threshold=threshold, top_k=top_k)
     statement = f"""SELECT c.id, 1 - s.distance, 1 - s.distance, {_result_columns(spec)},
                row_number() OVER (ORDER BY s.distance, s.id), NULL::bigint, NULL::float8
@@ -392,9 +398,3 @@ def _semantic_statement(
         WHERE c.tenant_id = %(tenant)s AND 1 - s.distance >= %(threshold)s
         ORDER BY s.distance, s.id LIMIT %(top_k)s"""
     return statement, params
-
-
-def _distance_order(distance: str, exact: bool) -> str:
-    # The HNSW index serves only ORDER BY <column> <=> <vector>: "+ 0" orders by the same
-    # value through an exact sort of the filtered rows.
-    return f"({distance}) + 0" if exact else "distance"

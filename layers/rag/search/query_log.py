@@ -76,8 +76,8 @@ class PendingQueryLog:
     def batch_ready(self, flush_seconds: float) -> bool:
         """Whether the waiting rows are worth a statement: a full batch, or nothing written for ``flush_seconds``."""
         with self._lock:
-            full = len(self._rows) >= self.batch_rows
-        return full or self.due(flush_seconds)
+            waited = time.monotonic() - self._last_write >= flush_seconds
+            return len(self._rows) >= self.batch_rows or (bool(self._rows) and waited)
 
     def write_in_transaction(self, conn: psycopg.Connection, flush_seconds: float = 0.0) -> None:
         """Send the pending rows inside the caller's transaction (and pipeline) if ``batch_ready``: nothing to wait for."""
