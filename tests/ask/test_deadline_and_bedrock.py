@@ -126,3 +126,126 @@ def test_converse_messages_carry_tool_use_and_results_in_bedrocks_shape():
         {"role": "user", "content": [{"toolResult": {"toolUseId": "a", "content": [{"text": '{"results": []}'}]}},
                                      {"toolResult": {"toolUseId": "b", "content": [{"text": "{}"}]}}]},
     ]  # fmt: skip
+
+
+def ask_bedrock(client, database_url, local_embedder) -> dict:
+    """``ask`` about the battery in project remote, with Bedrock Converse through ``client``."""
+    from rag.api.models import AskRequest
+    from rag.ask.answer import ask
+    from rag.ask.providers import BedrockChat
+    from rag.config import Settings
+    from rag.store.connection import connect
+
+    settings = Settings(llm_provider="bedrock", bedrock_chat_model="anthropic.claude-test")
+    request = AskRequest(question="What did we decide about the battery?", project_ids=["remote"])
+    with connect(database_url) as conn:
+        return ask(conn, settings, "acme", request, model=BedrockChat(settings, client=client), embedder=local_embedder)
+
+
+def converse_reply(content: list[dict], stop_reason: str = "end_turn") -> dict:
+    return {"output": {"message": {"role": "assistant", "content": content}}, "stopReason": stop_reason,
+            "usage": {"inputTokens": 100, "outputTokens": 5, "totalTokens": 105}, "metrics": {"latencyMs": 10}}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        converse_reply([]),
+        converse_reply([{"reasoningContent": {"reasoningText": {"text": "Let me think about batteries."}}}]),
+        converse_reply([{"toolUse": {"toolUseId": "tu-1", "name": "search", "input": "battery"}}], "tool_use"),
+        converse_reply([{"toolUse": {"toolUseId": "tu-1", "name": "drop_tables", "input": {}}}], "tool_use"),
+    ],
+    ids=["no-content", "reasoning-only", "input-not-an-object", "unknown-tool"],
+)
+def test_a_converse_reply_without_a_usable_answer_degrades_to_an_extractive_answer(corpus, database_url, local_embedder, reply):
+    import boto3
+    from botocore.stub import Stubber
+
+    client = boto3.client("bedrock-runtime", region_name="us-east-1")
+    stub = Stubber(client)
+    stub.add_response("converse", reply)
+
+    with stub:
+        answer = ask_bedrock(client, database_url, local_embedder)
+        stub.assert_no_pending_responses()
+
+    assert (answer["mode"], answer["degraded"]) == ("extractive", "malformed_model_output")
+    assert answer["answer"].startswith("The most relevant passages:") and len(answer["citations"]) == 3
+
+
+@pytest.mark.parametrize(
+    ("code", "status"),
+    [("ThrottlingException", 429), ("ModelErrorException", 424), ("AccessDeniedException", 403), ("ValidationException", 400)],
+)
+def test_a_converse_error_degrades_to_an_extractive_answer(corpus, database_url, local_embedder, code, status):
+    import boto3
+    from botocore.stub import Stubber
+
+    client = boto3.client("bedrock-runtime", region_name="us-east-1")
+    stub = Stubber(client)
+    stub.add_client_error("converse", service_error_code=code, service_message=f"scripted {code}", http_status_code=status)
+
+    with stub:
+        answer = ask_bedrock(client, database_url, local_embedder)
+
+    assert (answer["mode"], answer["degraded"]) == ("extractive", "model_unavailable")
+    assert len(answer["citations"]) == 3
+
+
+@pytest.fixture
+def bedrock_endpoint():
+    """An HTTP endpoint answering each Converse call 200 with the next queued (content type, body), as it is."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    replies: list[tuple[str, bytes]] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args) -> None:
+            pass
+
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers["Content-Length"]))
+            content_type, body = replies.pop(0)
+            self.send_response(200)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}", replies
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.mark.parametrize(
+    ("content_type", "body"),
+    [
+        ("application/json", b"not json"),
+        ("text/html", b"<html><head><title>502 Bad Gateway</title></head><body>proxy</body></html>"),
+        ("application/json", b'{"output": {"message": {"role": "assistant", "content": "Rechargeable."}}}'),
+        ("application/json", b'{"output": {"message": {"role": "assistant", "content": [{"text": 5}]}}}'),
+        ("application/json", b'{"output": {"message": {"role": "assistant", "content": [{"toolUse": {"name": 3}}]}}}'),
+        ("application/json", b"[1, 2]"),
+    ],
+    ids=["not-json", "html", "content-not-a-list", "text-not-text", "tool-use-without-fields", "json-array"],
+)
+def test_a_200_body_that_is_not_a_converse_response_degrades(corpus, database_url, local_embedder, bedrock_endpoint,
+                                                            content_type, body):  # fmt: skip
+    import boto3
+    from botocore.config import Config
+
+    url, replies = bedrock_endpoint
+    replies.append((content_type, body))
+    client = boto3.client(
+        "bedrock-runtime", region_name="us-east-1", endpoint_url=url, aws_access_key_id="AKIDTEST",
+        aws_secret_access_key="test-secret", config=Config(retries={"max_attempts": 1}),
+    )  # fmt: skip
+
+    answer = ask_bedrock(client, database_url, local_embedder)
+
+    assert (answer["mode"], answer["degraded"]) == ("extractive", "malformed_model_output")
+    assert answer["answer"].startswith("The most relevant passages:") and len(answer["citations"]) == 3
+    assert not replies  # the model was called once

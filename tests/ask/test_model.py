@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.api.conftest import call
-from tests.embedding.fake_openai import Assistant, FakeOpenAI
+from tests.embedding.fake_openai import Assistant, FakeOpenAI, RawBody
 
 RECORDED = Path(__file__).resolve().parents[1] / "fixtures" / "ask"
 NOT_FOUND = "I found nothing in the meetings and documents you can access that answers this question."
@@ -170,6 +170,34 @@ def test_a_model_that_times_out_or_fails_degrades_to_an_extractive_answer(corpus
     assert status == 200
     assert (body["mode"], body["degraded"]) == ("extractive", f"model_{failure}")
     assert body["citations"] and "too late" not in body["answer"]
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        RawBody(b"not json"),
+        RawBody(b"<html><head><title>502 Bad Gateway</title></head><body>nginx</body></html>", "text/html"),
+        RawBody(b'{"id": "chatcmpl-1", "object": "chat.completion", "model": "m"}'),
+        RawBody(b'{"id": "chatcmpl-1", "object": "chat.completion", "choices": [{"index": 0, "finish_reason": "stop"}]}'),
+        RawBody(b'{"choices": [{"index": 0, "message": {"role": "assistant", "content": {"text": "hi"}}}]}'),
+        RawBody(b'{"choices": [{"index": 0, "message": {"role": "assistant", "content": null, "tool_calls": "search"}}]}'),
+        RawBody(b'{"choices": [{"index": 0, "message": {"role": "assistant", "content": null,'
+                b' "tool_calls": [{"id": "a", "type": "function", "function": {"name": 7, "arguments": "{}"}}]}}]}'),
+        RawBody(b"[1, 2]"),
+        RawBody(b'"just a string"'),
+    ],
+    ids=["not-json", "html", "no-choices", "no-message", "content-not-text", "tool-calls-not-a-list", "tool-name-not-text",
+         "json-array", "json-string"],
+)  # fmt: skip
+def test_a_200_reply_that_is_not_a_chat_completion_degrades_to_an_extractive_answer(corpus, model, reply):
+    model.chat_responses.append(reply)
+
+    status, body = call("POST", "/v1/ask", {"question": "What did we decide about the battery?", "project_ids": ["remote"]})
+
+    assert status == 200, body
+    assert (body["mode"], body["degraded"]) == ("extractive", "malformed_model_output")
+    assert body["answer"].startswith("The most relevant passages:") and len(body["citations"]) == 3
+    assert len(chat_requests(model)) == 1 and not model.chat_responses  # the reply was read, and not asked for again
 
 
 def test_when_the_tools_find_nothing_the_answer_says_so(corpus, model):

@@ -3,9 +3,10 @@
 Vectors are derived from the text (a hash-seeded unit vector), so they are
 deterministic. ``fail_next`` scripts status codes (429, 500) for the next requests.
 ``chat_responses`` queues recorded assistant messages for ``/v1/chat/completions``: a
-dict or list is sent as the JSON content of a structured output, a string as is, and an
+dict or list is sent as the JSON content of a structured output, a string as is, an
 ``Assistant`` (``Assistant.load`` reads a recorded conversation) as that message, tool calls
-included. ``chat_delay_seconds`` holds the next chat answers back (a model that times out).
+included, and a ``RawBody`` as the whole response body (a server that answers 200 with something
+other than a chat completion). ``chat_delay_seconds`` holds the next chat answers back (a model that times out).
 """
 
 from __future__ import annotations
@@ -43,6 +44,14 @@ class Assistant:
             for i, call in enumerate(self.tool_calls)
         ]  # fmt: skip
         return {"role": "assistant", "content": self.content, "refusal": None, **({"tool_calls": calls} if calls else {})}
+
+
+@dataclass(frozen=True)
+class RawBody:
+    """A 200 response to a chat request whose body is these bytes, as they are (not JSON, an HTML page, ...)."""
+
+    body: bytes
+    content_type: str = "application/json"
 
 
 def vector_for(text: str, dim: int) -> list[float]:
@@ -87,6 +96,9 @@ class FakeOpenAI:
                             400, {"error": {"message": "FakeOpenAI: no chat response queued", "type": "invalid_request_error"}}
                         )
                         return
+                    if isinstance(fake.chat_responses[0], RawBody):
+                        self._send_raw(fake.chat_responses.pop(0))
+                        return
                     self._send(200, fake.chat_completion(body))
                     return
                 if self.path != "/v1/embeddings":
@@ -124,6 +136,13 @@ class FakeOpenAI:
                     self.send_header(name, value)
                 self.end_headers()
                 self.wfile.write(raw)
+
+            def _send_raw(self, raw: RawBody) -> None:
+                self.send_response(200)
+                self.send_header("Content-Type", raw.content_type)
+                self.send_header("Content-Length", str(len(raw.body)))
+                self.end_headers()
+                self.wfile.write(raw.body)
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)

@@ -3,7 +3,8 @@
 Both take the conversation in one neutral form (OpenAI's roles: ``user``, ``assistant``
 with ``tool_calls``, ``tool`` with ``tool_call_id``) and return a ``ModelTurn``. Each call
 gets the time left to the request (no retries past it): a call that runs out raises
-``ModelTimeout``, a provider error ``ModelUnavailable``; the caller degrades to an
+``ModelTimeout``, a provider error ``ModelUnavailable``, a reply that is not the API's
+(not JSON, an HTML page, JSON of another shape) ``MalformedOutput``: the caller degrades to an
 extractive answer. ``openai`` and ``boto3`` are imported only here, on these paths.
 """
 
@@ -89,25 +90,47 @@ class OpenAIChat:
             options = {"tools": [t.openai() for t in tools], "tool_choice": "auto" if allow_tools else "none"}
         client = chat_client(self.settings).with_options(timeout=timeout, max_retries=0)
         try:
-            completion = client.chat.completions.create(model=self.settings.llm_model, messages=wire, temperature=0, **options)
+            # The raw body, parsed and checked here: the SDK parses without validating, and turns a body of another
+            # shape into objects with holes (or, for an HTML page, a string).
+            raw = client.chat.completions.with_raw_response.create(
+                model=self.settings.llm_model, messages=wire, temperature=0, **options
+            )
+            completion = json.loads(raw.text)
         except openai.APITimeoutError as exc:
             raise ModelTimeout(f"{self.name} did not answer within {timeout:.1f} s") from exc
         except openai.APIError as exc:
             raise ModelUnavailable(f"{self.name}: {exc}") from exc
-        if not completion.choices:
-            raise MalformedOutput(f"{self.name} returned no choice")
-        message = completion.choices[0].message
-        calls: list[ToolCall] = []
-        for call in message.tool_calls or []:
-            function = getattr(call, "function", None)
-            if function is None:
-                raise MalformedOutput(f"{self.name} returned a tool call of type {getattr(call, 'type', '?')!r}")
-            calls.append(ToolCall(call.id or f"call_{len(calls)}", function.name or "", function.arguments or ""))
-        usage = completion.usage
-        return ModelTurn(
-            content=message.content or "", tool_calls=calls,
-            input_tokens=usage.prompt_tokens if usage else 0, output_tokens=usage.completion_tokens if usage else 0,
-        )  # fmt: skip
+        except ValueError as exc:  # json.JSONDecodeError, UnicodeDecodeError
+            raise MalformedOutput(f"{self.name} answered with a body that is not JSON: {exc}") from exc
+        return openai_turn(self.name, completion)
+
+
+def openai_turn(name: str, completion: Any) -> ModelTurn:
+    """The first choice of a chat completion (parsed JSON); a body of any other shape is ``MalformedOutput``."""
+    choices = completion.get("choices") if isinstance(completion, dict) else None
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        raise MalformedOutput(f"{name} answered with a body that is not a chat completion (no choices)")
+    message = choices[0].get("message")
+    if not isinstance(message, dict) or not isinstance(message.get("content"), str | None):
+        raise MalformedOutput(f"{name} answered with a choice that holds no assistant message")
+    wire_calls = message.get("tool_calls") or []
+    if not isinstance(wire_calls, list):
+        raise MalformedOutput(f"{name} answered with tool_calls that are not a list")
+    calls: list[ToolCall] = []
+    for call in wire_calls:
+        function = call.get("function") if isinstance(call, dict) else None
+        if not isinstance(function, dict):
+            kind = call.get("type") if isinstance(call, dict) else type(call).__name__
+            raise MalformedOutput(f"{name} returned a tool call of type {kind!r}")
+        call_id, function_name, arguments = call.get("id"), function.get("name"), function.get("arguments")
+        if not (isinstance(call_id, str | None) and isinstance(function_name, str | None) and isinstance(arguments, str | None)):
+            raise MalformedOutput(f"{name} returned a tool call whose id, name or arguments are not text")
+        calls.append(ToolCall(call_id or f"call_{len(calls)}", function_name or "", arguments or ""))
+    usage = completion.get("usage")
+    usage = usage if isinstance(usage, dict) else {}
+    return ModelTurn(
+        message.get("content") or "", calls, _count(usage.get("prompt_tokens")), _count(usage.get("completion_tokens"))
+    )
 
 
 class BedrockChat:
@@ -153,6 +176,7 @@ class BedrockChat:
         self, system: str, messages: Sequence[dict[str, Any]], tools: Sequence[Tool], *, timeout: float, allow_tools: bool
     ) -> ModelTurn:
         from botocore.exceptions import BotoCoreError, ClientError, ConnectTimeoutError, ReadTimeoutError
+        from botocore.parsers import ResponseParserError
 
         request: dict[str, Any] = {
             "modelId": self.settings.bedrock_chat_model,
@@ -170,17 +194,43 @@ class BedrockChat:
             raise ModelTimeout(f"{self.name} did not answer within {timeout:.1f} s") from exc
         except (ClientError, BotoCoreError) as exc:
             raise ModelUnavailable(f"{self.name}: {exc}") from exc
-        try:
-            blocks = response["output"]["message"]["content"]
-        except (KeyError, TypeError) as exc:
-            raise MalformedOutput(f"{self.name} returned no message") from exc
-        text = "".join(b["text"] for b in blocks if "text" in b)
-        calls = [
-            ToolCall(b["toolUse"].get("toolUseId", f"call_{i}"), b["toolUse"].get("name", ""), json.dumps(b["toolUse"].get("input")))
-            for i, b in enumerate(blocks) if "toolUse" in b
-        ]  # fmt: skip
-        usage = response.get("usage") or {}
-        return ModelTurn(text, calls, int(usage.get("inputTokens", 0)), int(usage.get("outputTokens", 0)))
+        except (ResponseParserError, LookupError, TypeError, ValueError, AttributeError) as exc:
+            # How botocore's parser fails on a 200 body of another shape (a proxy's HTML page, other JSON).
+            raise MalformedOutput(f"{self.name} answered with a body that is not a Converse response: {exc!r}") from exc
+        return converse_turn(self.name, response)
+
+
+def converse_turn(name: str, response: Any) -> ModelTurn:
+    """The text and toolUse blocks of a Converse response; a response of any other shape is ``MalformedOutput``."""
+    output = response.get("output") if isinstance(response, dict) else None
+    message = output.get("message") if isinstance(output, dict) else None
+    blocks = message.get("content") if isinstance(message, dict) else None
+    if not isinstance(blocks, list) or not all(isinstance(b, dict) for b in blocks):
+        raise MalformedOutput(f"{name} answered with a body that is not a Converse response (no message)")
+    texts: list[str] = []
+    calls: list[ToolCall] = []
+    for i, block in enumerate(blocks):
+        if "text" in block:
+            if not isinstance(block["text"], str):
+                raise MalformedOutput(f"{name} returned a text block that is not text")
+            texts.append(block["text"])
+        elif "toolUse" in block:  # other blocks (reasoningContent, ...) are not the answer
+            use = block["toolUse"]
+            if (
+                not isinstance(use, dict)
+                or not isinstance(use.get("name"), str)
+                or not isinstance(use.get("toolUseId"), str | None)
+            ):
+                raise MalformedOutput(f"{name} returned a toolUse block without a name")
+            calls.append(ToolCall(use.get("toolUseId") or f"call_{i}", use["name"], json.dumps(use.get("input"))))
+    usage = response.get("usage")
+    usage = usage if isinstance(usage, dict) else {}
+    return ModelTurn("".join(texts), calls, _count(usage.get("inputTokens")), _count(usage.get("outputTokens")))
+
+
+def _count(value: Any) -> int:
+    """A token count as the provider reported it; 0 when missing or not a count."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
 
 
 def chat_model(settings: Settings) -> ChatModel | None:
