@@ -30,6 +30,11 @@ loses nothing:
   DLQ (``rag redrive``) instead of looping. A row with no object and no trace of a delete (say,
   ingested before the mirror existed) is logged and left alone: rows are never deleted without
   evidence that the object was.
+- **Bad keys.** A key the ingest cannot place (not ``[tenants/<t>/]projects/<p>/.../<file>``: a
+  leading ``/``, a URL-encoded ``projects%2F...``) or holding a control character is rejected
+  with one log line naming it, and gets no synthetic record; it is still mirrored. moto cannot
+  list a bucket's versions once a key holds a control character, so the reconcile then works
+  from the current objects (``list_bucket``): one bad key never stops it for the others.
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ import os
 import secrets
 import threading
 import time
+import unicodedata
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -191,21 +197,59 @@ class Current:
 class BucketState:
     current: dict[str, Current]  # key -> its latest version, for keys that exist
     deleted: dict[str, str | None]  # key -> version id of the delete marker that is its latest version
+    versions_listed: bool = True  # False: current objects only (see list_bucket)
 
 
 def list_bucket(s3: Any, bucket: str) -> BucketState:
+    """Every key's latest version and delete marker; the current objects alone when moto cannot list versions.
+
+    moto (5.2.5) answers ListObjectVersions with a 500 once any key holds a character XML cannot
+    carry (a control character), and ignores ``EncodingType=url`` there; ListObjectsV2 honours it.
+    Without versions the state has no version ids and no delete markers (``versions_listed`` False):
+    rows are then matched by ETag, and deletes are known from the mirror's tombstones.
+    """
+    from botocore.exceptions import ClientError
+
     current: dict[str, Current] = {}
     deleted: dict[str, str | None] = {}
-    for page in s3.get_paginator("list_object_versions").paginate(Bucket=bucket):
-        for version in page.get("Versions", []):
-            if version.get("IsLatest"):
-                current[version["Key"]] = Current(
-                    version.get("VersionId"), plain_etag(version.get("ETag")), version.get("Size", 0)
-                )
-        for marker in page.get("DeleteMarkers", []):
-            if marker.get("IsLatest"):
-                deleted[marker["Key"]] = marker.get("VersionId")
+    try:
+        for page in s3.get_paginator("list_object_versions").paginate(Bucket=bucket):
+            for version in page.get("Versions", []):
+                if version.get("IsLatest"):
+                    current[version["Key"]] = Current(
+                        version.get("VersionId"), plain_etag(version.get("ETag")), version.get("Size", 0)
+                    )
+            for marker in page.get("DeleteMarkers", []):
+                if marker.get("IsLatest"):
+                    deleted[marker["Key"]] = marker.get("VersionId")
+    except ClientError as exc:
+        if exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode") != 500:
+            raise
+        current = {
+            obj["Key"]: Current(None, plain_etag(obj.get("ETag")), obj.get("Size", 0))
+            for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket)  # keys URL-encoded, then decoded
+            for obj in page.get("Contents", [])
+        }
+        return BucketState(current, {}, versions_listed=False)
     return BucketState(current, deleted)
+
+
+def rejected_key(key: str, prefixes: Sequence[str]) -> str | None:
+    """Why the reconcile leaves ``key`` alone (a sentence naming it), or None for a key it ingests."""
+    from rag.errors import InvalidObjectKey
+    from rag.events import location_from_key
+
+    control = next((char for char in key if unicodedata.category(char) == "Cc"), None)
+    if control is not None:
+        # moto cannot list it with its versions; what the handler makes of its notification is its own business
+        return f"object key {key!r} holds the control character {control!r}; the reconcile leaves it alone"
+    try:
+        location_from_key(key, "default")
+    except InvalidObjectKey as exc:
+        return str(exc)
+    if not key.startswith(tuple(prefixes)):
+        return f"object key {key!r} is outside the prefixes the bucket notifies ({', '.join(prefixes)}); not ingested"
+    return None
 
 
 def s3_event(event_name: str, bucket: str, key: str, region: str, *, size: int | None = None,
@@ -266,6 +310,8 @@ class Reconciler:
         self.prefixes = tuple(prefixes)  # the keys the bucket notification covers
         self.enqueued: set[tuple[str, str]] = set()
         self.orphans_reported: set[str] = set()
+        self.rejected: dict[str, str] = {}  # key -> why the reconcile leaves it alone (logged once)
+        self.versions_listed = True
 
     def restore(self) -> list[str]:
         """Put back every mirrored object the bucket knows nothing of (a fresh moto: all of them)."""
@@ -283,8 +329,9 @@ class Reconciler:
             etag = plain_etag(response.get("ETag"))
             if etag != entry.etag:
                 self.mirror.write(replace(entry, etag=etag), data)
-            # Its notification is on the queue: no synthetic record for this version.
-            self.enqueued.add((key, response.get("VersionId") or etag or ""))
+            # Its notification is on the queue: no synthetic record for this version (known by
+            # version id, or by ETag when moto cannot list versions).
+            self.enqueued.update({(key, response.get("VersionId") or etag or ""), (key, etag or "")})
             restored.append(key)
             logger.info("restored s3://%s/%s from the local mirror (%d bytes); its notification re-runs the ingest",
                         self.bucket, key, len(data))  # fmt: skip
@@ -294,17 +341,37 @@ class Reconciler:
         """Mirror what changed in the bucket; with a connection, also enqueue what the rows miss."""
         state = list_bucket(self.s3, self.bucket)
         result = Reconciled()
+        self._report(state)
         self._sync_mirror(state, result)
         if conn is not None:
             self._sync_rows(conn, state, result)
         return result
 
+    def _report(self, state: BucketState) -> None:
+        """One log line per key the reconcile rejects, and one when moto stops (or resumes) listing versions."""
+        if state.versions_listed != self.versions_listed:
+            self.versions_listed = state.versions_listed
+            if state.versions_listed:
+                logger.info("s3://%s: moto lists object versions again", self.bucket)
+            else:
+                logger.warning("s3://%s: moto cannot list object versions (a key holds a control character?); "
+                               "reconciling the current objects by ETag", self.bucket)  # fmt: skip
+        for key in state.current:
+            if key not in self.rejected and (reason := rejected_key(key, self.prefixes)) is not None:
+                self.rejected[key] = reason
+                logger.warning("rejected an object of s3://%s: %s", self.bucket, reason)
+
     def _sync_mirror(self, state: BucketState, result: Reconciled) -> None:
         entries = self.mirror.entries()
         for key, current in state.current.items():
             entry = entries.get(key)
-            if (entry is None or entry.deleted or entry.etag != current.etag) and copy_to_mirror(self.s3, self.mirror, key):
-                result.mirrored.append(key)
+            if entry is not None and not entry.deleted and entry.etag == current.etag:
+                continue
+            try:
+                if copy_to_mirror(self.s3, self.mirror, key):
+                    result.mirrored.append(key)
+            except Exception:  # one object that cannot be read must not hold up the others
+                logger.exception("could not mirror s3://%s/%r; the next pass tries again", self.bucket, key)
         for key, entry in entries.items():
             if entry.deleted or key in state.current or self._exists(key):
                 continue  # (uploaded and mirrored after the listing: the listing is stale for it)
@@ -321,7 +388,7 @@ class Reconciler:
             ).fetchall()
         }
         for key, current in state.current.items():
-            if not key.startswith(self.prefixes) or _row_matches(rows.get(key), current):
+            if key in self.rejected or _row_matches(rows.get(key), current):
                 continue
             mark = (key, current.version_id or current.etag or "")
             if idle and mark not in self.enqueued:

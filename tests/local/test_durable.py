@@ -1,13 +1,17 @@
 """Local state survives a restart, and the reconcile re-derives lost work (rag_local.durable).
 
 A restart is two ``mock_aws`` blocks in a row: moto forgets everything between them, as the
-services process does when it is killed.
+services process does when it is killed. What only moto's server shows (its listing of a key it
+cannot write as XML) runs against a real moto server on a socket.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
+import socket
+import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +21,7 @@ from urllib.parse import quote_plus
 import boto3
 import pytest
 from moto import mock_aws
+from moto.server import ThreadedMotoServer
 
 from rag.events import ObjectChange, changes_from_sqs_body
 from rag_local.durable import Mirror, MirrorEntry, Reconciler
@@ -229,3 +234,50 @@ def test_a_mirror_entry_newer_than_the_listing_is_not_tombstoned(start_aws, tmp_
     aws.s3.delete_object(Bucket=BUCKET, Key=KEY)
     assert reconciler(aws, tmp_path).run_once().tombstoned == [KEY]  # a real delete still is
     assert mirror.entry(KEY) == MirrorEntry(KEY, deleted=True)
+
+
+@pytest.fixture
+def moto_server() -> Iterator[Aws]:
+    """A real moto server on a socket (the way `rag up` runs it), emptied afterwards."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    endpoint = f"http://127.0.0.1:{port}"
+    s3 = boto3.client("s3", region_name="us-east-1", endpoint_url=endpoint)
+    sqs = boto3.client("sqs", region_name="us-east-1", endpoint_url=endpoint)
+    yield Aws(s3, sqs, create_ingest_resources(s3, sqs, BUCKET, "ingest", "us-east-1"))
+    urllib.request.urlopen(urllib.request.Request(f"{endpoint}/moto-api/reset", method="POST"), timeout=30).close()
+    server.stop()
+
+
+def test_a_key_with_a_control_character_is_rejected_and_the_others_reconciled(moto_server, tmp_path, db, caplog):
+    # GIVEN good keys and bad ones; moto's version listing fails with a control character in a key
+    aws = moto_server
+    good = ["projects/acme/one.txt", "tenants/globex/projects/acme/two.txt"]
+    control = "projects/acme/a\x01b.txt"
+    bad = [control, "/tenants/globex/projects/acme/leading-slash.txt", "projects%2Facme%2Fencoded.txt"]
+    for key in good + bad:
+        aws.s3.put_object(Bucket=BUCKET, Key=key, Body=f"A: {key}".encode())
+    drain(aws)  # their notifications were lost (a restart, or the DLQ)
+    caplog.set_level(logging.INFO, logger="rag.durable")
+    first = Reconciler(aws.s3, aws.sqs, Mirror(tmp_path, BUCKET), aws.queue.url, "us-east-1", ("projects/", "tenants/"))
+
+    # WHEN the reconcile runs (twice: the second pass has nothing new to say)
+    result = first.run_once(db)
+    again = first.run_once(db)
+
+    # THEN the good keys get their synthetic records, every object is on disk, and each bad key is named once
+    assert sorted(result.created) == sorted(good) and again.created == []
+    assert [(c.action, c.key) for c in sorted(changes(drain(aws)), key=lambda c: c.key)] == [
+        ("created", key) for key in sorted(good)
+    ]
+    assert sorted(result.mirrored) == sorted(good + bad)
+    assert Mirror(tmp_path, BUCKET).read(control) == (MirrorEntry(control, hashlib.md5(f"A: {control}".encode()).hexdigest(),
+                                                      "binary/octet-stream"), f"A: {control}".encode())  # fmt: skip
+    rejected = [r.getMessage() for r in caplog.records if "rejected" in r.getMessage()]
+    named = {key: [line for line in rejected if repr(key) in line] for key in bad}
+    assert len(rejected) == 3 and all(len(lines) == 1 for lines in named.values()), rejected
+    assert "holds the control character '\\x01'" in named[control][0]
+    assert "is not of the form [tenants/<tenant_id>/]projects/<project_id>/.../<file>" in named[bad[1]][0]
