@@ -180,6 +180,11 @@ class StageConfig:
             raise ValueError(f"backfill_max_iterations must be within 1..1000, not {self.backfill_max_iterations}")
         if not 1 <= self.backfill_batch_size <= 500:
             raise ValueError(f"backfill_batch_size must be within 1..500, not {self.backfill_batch_size}")
+        if not 1 <= self.backfill_schedule_minutes <= 1440:
+            raise ValueError(
+                f"backfill_schedule_minutes must be within 1..1440 (at most daily: the BackfillNotSucceeding alarm's "
+                f"warm-up of at most 2 days must see the first run), not {self.backfill_schedule_minutes}"
+            )
         if not 0 <= self.backfill_idle_wait_seconds <= 3600:
             raise ValueError(f"backfill_idle_wait_seconds must be within 0..3600, not {self.backfill_idle_wait_seconds}")
         if self.alarm_email is not None and not re.fullmatch(r"[^@\s,]+@[^@\s,]+\.[^@\s,]+", self.alarm_email):

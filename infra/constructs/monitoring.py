@@ -43,6 +43,13 @@ DB_CONNECTIONS_FRACTION = 0.80  # of max_connections (the parameter group's db_m
 PROXY_BORROW_LATENCY_US = 50_000  # 50 ms average over 3 x 5 min; a free pooled connection is borrowed in well under 1 ms
 INGEST_QUEUE_AGE_SECONDS = 30 * 60  # the retries of one message span 7.5 min (backoff) to 48 min (timeouts)
 BACKFILL_SUCCESS_WINDOW_PERIODS = 3  # schedule periods without a succeeded execution
+ALARM_WARM_UP_MAX_MINUTES = 2880  # CloudWatch's longest warm-up (WarmUpPeriodDurationInMinutes)
+
+
+def backfill_warm_up_minutes(schedule_minutes: int) -> int:
+    """How long a new BackfillNotSucceeding alarm waits before judging: the window it judges (3 schedule periods),
+    at most CloudWatch's 2 days, which still holds the first run of a daily schedule and its 2 h."""
+    return min(BACKFILL_SUCCESS_WINDOW_PERIODS * schedule_minutes, ALARM_WARM_UP_MAX_MINUTES)
 
 
 def runbook(*lines: str) -> str:
@@ -254,23 +261,7 @@ class Monitoring(Construct):
             ),
         )
         if config.backfill_schedule_enabled:
-            # Stuck or failing again and again: no execution succeeded in the last few schedule periods.
-            window = min(BACKFILL_SUCCESS_WINDOW_PERIODS * config.backfill_schedule_minutes, 24 * 60)
-            self.backfill_not_succeeding = alarm(
-                "BackfillNotSucceeding",
-                state_machine.metric_succeeded(period=cdk.Duration.minutes(window), statistic="Sum"),
-                1,
-                runbook(
-                    f"No backfill execution succeeded in {window} min although the schedule starts one every"
-                    f" {config.backfill_schedule_minutes} min: runs keep failing, time out, hang, or never start.",
-                    f"1) aws stepfunctions list-executions --state-machine-arn {machine} --max-items 10: their status.",
-                    "2) FAILED or TIMED_OUT: the BackfillFailed / BackfillTimedOut steps. None at all: the schedule is"
-                    " disabled or cannot start it (BackfillScheduleFailed).",
-                    "3) RUNNING for hours: aws stepfunctions stop-execution --execution-arn <arn> (its batch rolls back).",
-                ),
-                comparison=cw.ComparisonOperator.LESS_THAN_THRESHOLD,
-                missing=cw.TreatMissingData.BREACHING,  # no execution at all is the point
-            )
+            self.backfill_not_succeeding = self._backfill_not_succeeding(config, state_machine, action)
         if backfill_schedule is not None:
             schedule_failures = cw.Metric(
                 namespace="AWS/Events",
@@ -327,6 +318,57 @@ class Monitoring(Construct):
             ),
         )
         self.dashboard.add_widgets(cw.AlarmStatusWidget(title="Alarms", alarms=self.alarms, width=24))
+
+    def _backfill_not_succeeding(
+        self, config: StageConfig, state_machine: sfn.IStateMachine, action: cw.IAlarmAction
+    ) -> cw.Alarm:
+        """No execution succeeded in three schedule periods in a row: runs keep failing, time out, hang or never start.
+
+        Step Functions publishes ExecutionsSucceeded only when one succeeds, so a quiet period is missing data.
+        FILL makes it 0: a schedule that stops is seen after three periods (with missing points CloudWatch looks
+        back to older successes). A new stack has no executions yet: the warm-up keeps the alarm in
+        INSUFFICIENT_DATA, without actions, for those three periods (the same after an update of the alarm).
+        """
+        minutes = config.backfill_schedule_minutes
+        periods = BACKFILL_SUCCESS_WINDOW_PERIODS
+        warm_up = backfill_warm_up_minutes(minutes)
+        machine = state_machine.state_machine_arn
+        succeeded = cw.MathExpression(
+            expression="FILL(succeeded, 0)",
+            using_metrics={"succeeded": state_machine.metric_succeeded(statistic="Sum")},
+            period=cdk.Duration.minutes(minutes),
+            label="Backfill executions succeeded (0 when none)",
+        )
+        created = cw.Alarm(
+            self,
+            "BackfillNotSucceeding",
+            metric=succeeded,
+            threshold=1,
+            evaluation_periods=periods,
+            datapoints_to_alarm=periods,
+            comparison_operator=cw.ComparisonOperator.LESS_THAN_THRESHOLD,
+            treat_missing_data=cw.TreatMissingData.BREACHING,  # no answer at all is no success either
+            alarm_description=runbook(
+                f"No backfill execution succeeded in {periods * minutes} min ({periods} periods of the schedule, which"
+                f" starts one every {minutes} min): runs keep failing, time out, hang, or never start.",
+                f"A new or updated alarm stays INSUFFICIENT_DATA for {warm_up} min (its warm-up) while the first runs"
+                " happen; a period without executions counts as 0, so a schedule that stops alarms.",
+                f"1) aws stepfunctions list-executions --state-machine-arn {machine} --max-items 10: their status.",
+                "2) FAILED or TIMED_OUT: the BackfillFailed / BackfillTimedOut steps. None at all: the schedule is"
+                " disabled or cannot start it (BackfillScheduleFailed).",
+                "3) RUNNING for hours: aws stepfunctions stop-execution --execution-arn <arn> (its batch rolls back).",
+            ),
+        )
+        cfn = created.node.default_child
+        assert isinstance(cfn, cw.CfnAlarm)
+        cfn.warm_up_configuration = cw.CfnAlarm.WarmUpConfigurationProperty(
+            warm_up_period_duration_in_minutes=warm_up,
+            # The whole warm-up: FILL answers zeros at once, which would end an early-ending warm-up right away.
+            only_start_evaluating_after_warm_up_period_ends=True,
+        )
+        created.add_alarm_action(action)
+        self.alarms.append(created)
+        return created
 
     def _subscribe(self, config: StageConfig) -> None:
         """The alarm e-mail, required where ALARM_EMAIL_REQUIRED says: a topic nobody reads is no alarm."""

@@ -160,10 +160,55 @@ def test_backfill_failed_timed_out_and_the_schedule(stage: Synthesized) -> None:
 def test_backfill_that_stops_succeeding_alarms_where_the_schedule_runs(dev: Synthesized, prod: Synthesized) -> None:
     assert prod.config.backfill_schedule_enabled and not dev.config.backfill_schedule_enabled
     stuck = alarm(prod, "BackfillNotSucceeding")
-    window = 3 * prod.config.backfill_schedule_minutes * 60  # three schedule periods, as one period
-    assert metric(stuck) == ("AWS/States", "ExecutionsSucceeded", "Sum", "LessThanThreshold", 1, 1, window)
-    assert stuck["TreatMissingData"] == "breaching"  # no execution at all is what it is for
+    period = prod.config.backfill_schedule_minutes * 60
+    # Three schedule periods in a row without a succeeded execution.
+    assert (stuck["ComparisonOperator"], stuck["Threshold"], stuck["EvaluationPeriods"], stuck["DatapointsToAlarm"]) == (
+        "LessThanThreshold", 1, 3, 3,
+    )  # fmt: skip
+    # A period without any execution is 0, not missing: Step Functions publishes nothing then, and CloudWatch would
+    # look back past missing points to older successes (or, breaching, alarm on a stack that never ran yet).
+    expressions = [m for m in stuck["Metrics"] if "Expression" in m]
+    metrics = {m["Id"]: m for m in stuck["Metrics"] if "MetricStat" in m}
+    [expression] = expressions
+    assert re.fullmatch(r"FILL\((\w+), 0\)", expression["Expression"])
+    [succeeded] = re.findall(r"FILL\((\w+), 0\)", expression["Expression"])
+    assert metrics[succeeded]["MetricStat"] == {
+        "Metric": {
+            "Namespace": "AWS/States", "MetricName": "ExecutionsSucceeded",
+            "Dimensions": [{"Name": "StateMachineArn", "Value": {"Ref": logical_id(prod, "AWS::StepFunctions::StateMachine")}}],
+        },
+        "Period": period, "Stat": "Sum",
+    }  # fmt: skip
+    assert metrics[succeeded]["ReturnData"] is False and expression.get("ReturnData", True) is True
+    assert stuck["TreatMissingData"] == "breaching"  # no answer at all is no success either
     assert not any(name.startswith("MonitoringBackfillNotSucceeding") for name in alarms(dev))  # schedule off: silent
+
+
+def test_a_new_stack_is_not_in_alarm_before_the_schedule_had_its_three_periods(prod: Synthesized) -> None:
+    """A fresh stack has no executions yet: the alarm waits (INSUFFICIENT_DATA, no action) for three periods."""
+    stuck = alarm(prod, "BackfillNotSucceeding")
+    minutes = prod.config.backfill_schedule_minutes
+    assert stuck["WarmUpConfiguration"] == {
+        "WarmUpPeriodDurationInMinutes": 3 * minutes,
+        # The whole warm-up: FILL makes zeros at once, which would end an early-ending warm-up right away.
+        "OnlyStartEvaluatingAfterWarmUpPeriodEnds": True,
+    }
+    text = resolve_strings(stuck["AlarmDescription"])
+    assert f"{3 * minutes} min" in text and "INSUFFICIENT_DATA" in text  # the description says why it is grey
+
+
+@pytest.mark.parametrize(("minutes", "warm_up"), [(15, 45), (60, 180), (960, 2880), (1440, 2880)])
+def test_the_warm_up_covers_the_first_run_up_to_a_daily_schedule(minutes: int, warm_up: int) -> None:
+    # CloudWatch's warm-up is at most 2 days (2880 min): long enough for the first run of a daily schedule
+    # (it starts one period after the deploy and may take the machine's 2 h) to succeed before evaluation.
+    assert monitoring.backfill_warm_up_minutes(minutes) == warm_up
+    assert warm_up >= min(3 * minutes, minutes + 120)
+
+
+@pytest.mark.parametrize("minutes", ["0", "1441"])
+def test_a_backfill_schedule_beyond_a_day_is_refused(minutes: str) -> None:
+    with pytest.raises(ValueError, match="backfill_schedule_minutes must be within 1..1440"):
+        stage_config("prod", {"backfill_schedule_minutes": minutes, "alarm_email": "ops@example.com"})
 
 
 def test_the_dashboard_shows_the_new_metrics(stage: Synthesized) -> None:
