@@ -55,6 +55,16 @@ def corpus(database_url, local_embedder) -> dict[str, str]:
     return ids
 
 
+@pytest.fixture
+def closed_database_url() -> Any:
+    """A database URL whose port is bound and never listens: every connection is refused."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        yield f"postgresql://postgres@127.0.0.1:{sock.getsockname()[1]}/rag"
+
+
 def call(
     method: str,
     path: str,

@@ -4,7 +4,7 @@ import threading
 
 import pytest
 
-from tests.api.conftest import corpus, knowledge  # noqa: F401 - fixtures shared with the API tests
+from tests.api.conftest import closed_database_url, corpus, knowledge  # noqa: F401 - fixtures shared with the API tests
 
 
 @pytest.fixture

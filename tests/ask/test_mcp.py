@@ -118,3 +118,63 @@ def test_rag_mcp_serves_the_tools_over_stdio_as_the_keys_tenant(corpus, database
                       "last_activity": projects.structured_content["projects"][0]["last_activity"]}]
     }  # fmt: skip
     assert {r["document_id"] for r in found.structured_content["results"]} == {corpus["projects/remote/globex-secret.txt"]}
+
+
+@pytest.fixture
+def api_without_database(closed_database_url, monkeypatch):
+    """The local API server (keys k-acme, k-globex) with its database out of reach; the pool gives up after 1 s."""
+    import threading
+
+    from rag.config import get_settings
+    from rag.store.connection import close_pool
+    from rag_local.api_server import make_server
+
+    monkeypatch.setenv("DATABASE_URL", closed_database_url)
+    monkeypatch.setenv("RAG_DATABASE_POOL_TIMEOUT_SECONDS", "1")
+    monkeypatch.setenv("RAG_API_KEYS", "k-acme=acme,k-globex=globex")
+    get_settings.cache_clear()
+    server = make_server(get_settings(), 0)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+    close_pool()
+    get_settings.cache_clear()
+
+
+def assert_says_the_database_is_down(result) -> None:
+    """A tool error as every tool error (``{"error": ...}``), saying what is wrong and what to do."""
+    assert result.is_error is True
+    [content] = result.content
+    message = "the database is unreachable or busy: no connection came free in time; retry in a few seconds"
+    assert json.loads(content.text) == result.structured_content == {"error": message}
+
+
+def test_with_the_database_down_mcp_lists_the_tools_and_a_tool_call_is_an_error_saying_what_to_do(api_without_database):
+    from rag.ask.tools import TOOLS
+
+    async def work(client):
+        return await client.list_tools(), await client.call_tool("search", {"query": "battery"})
+
+    listed, result = mcp_session(api_without_database, "k-acme", work)
+
+    assert [t.name for t in listed.tools] == list(TOOLS)  # listing needs no database
+    assert_says_the_database_is_down(result)
+
+
+def test_rag_mcp_over_stdio_with_the_database_down_answers_a_tool_error_saying_what_to_do(closed_database_url):
+    import os
+    import sys
+
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters
+
+    env = {**os.environ, "DATABASE_URL": closed_database_url, "RAG_DATABASE_POOL_TIMEOUT_SECONDS": "1",
+           "RAG_API_KEYS": "k-acme=acme", "HF_HUB_OFFLINE": "1"}  # fmt: skip
+    params = StdioServerParameters(command=sys.executable, args=["-m", "rag_local.cli", "mcp"], env=env)
+
+    async def main():
+        async with Client(params) as client:
+            return await client.call_tool("list_projects", {})
+
+    assert_says_the_database_is_down(anyio.run(main))

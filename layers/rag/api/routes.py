@@ -19,8 +19,8 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import (
     RequestValidationError,
 )
 from aws_lambda_powertools.event_handler.openapi.params import Path, Query
-from psycopg_pool import PoolTimeout
 
+from rag.api.errors import database_failure
 from rag.api.identity import Unauthenticated, tenant_of
 from rag.api.models import (
     PROJECT_PATTERN,
@@ -130,19 +130,10 @@ def _conn() -> psycopg.Connection:
     return _request_connection.get().get()
 
 
-@app.exception_handler(psycopg.errors.QueryCanceled)
-def _timed_out(exc: psycopg.errors.QueryCanceled) -> Response[str]:
-    return error_response(504, "timeout", "the search took longer than its time limit; narrow the query or its scope")
-
-
-@app.exception_handler(psycopg.OperationalError)
-def _database_unavailable(exc: psycopg.OperationalError) -> Response[str]:
-    return error_response(503, "database_unavailable", "the database cannot be reached; retry in a few seconds")
-
-
-@app.exception_handler(PoolTimeout)
-def _no_connection(exc: PoolTimeout) -> Response[str]:
-    return error_response(503, "database_unavailable", "no database connection became free in time; retry")
+@app.exception_handler(psycopg.OperationalError)  # QueryCanceled and PoolTimeout included
+def _database_failed(exc: psycopg.OperationalError) -> Response[str]:
+    failure = database_failure(exc)
+    return error_response(failure.status, failure.code, failure.message)
 
 
 def _search(request: SearchRequest) -> tuple[list[SearchResult], float]:
@@ -276,11 +267,12 @@ def mcp() -> Response[str]:  # a raw Response: the MCP SDK writes the body
 
     event = app.current_event
     settings = get_settings()
-    tenant, conn = _tenant(), _conn()
+    tenant = _tenant()
     raw = event.body or ""
     body = base64.b64decode(raw) if event.is_base64_encoded else raw.encode("utf-8")
+    # The connection is borrowed by a tool call only: initialize and tools/list work without the database.
     status, headers, payload = handle_http(
-        event.http_method, dict(event.headers or {}), body, lambda: nullcontext(ToolContext(conn, settings, tenant))
+        event.http_method, dict(event.headers or {}), body, lambda: nullcontext(ToolContext(_conn(), settings, tenant))
     )
     return Response(status_code=status, content_type=headers.pop("content-type", content_types.APPLICATION_JSON),
                     body=payload.decode("utf-8"), headers=headers)  # fmt: skip

@@ -7,23 +7,27 @@
   the caller's tenant.
 - stdio (``serve_stdio``, ``rag mcp``) for desktop clients, as the tenant of a local API key.
 
-Each call gets a fresh ``ToolContext``: its ``[n]`` citation numbers are its own. ``mcp``
+Each call gets a fresh ``ToolContext``: its ``[n]`` citation numbers are its own. A database that
+fails a call (down, busy, too slow) makes it a tool error saying what to do, as the API's 503/504 do. ``mcp``
 is imported only here, so the query Lambda's other routes never load it.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable, Iterator, MutableMapping
 from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING, Any
 
-from rag.ask.tools import TOOLS, ToolContext
+from rag.ask.tools import TOOLS, ToolContext, ToolResult
 
 if TYPE_CHECKING:
     from mcp.server import Server
 
     from rag.config import Settings
+
+logger = logging.getLogger(__name__)
 
 SERVER_NAME = "meeting-rag"
 INSTRUCTIONS = (
@@ -35,7 +39,10 @@ INSTRUCTIONS = (
 def build_server(context: Callable[[], AbstractContextManager[ToolContext]]) -> Server[Any]:
     """An MCP server whose tools/list and tools/call are ``TOOLS``, each call run in the ``ToolContext`` that ``context()`` enters."""
     import mcp_types as types
+    import psycopg
     from mcp.server import Server
+
+    from rag.api.errors import database_failure
 
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
         return types.ListToolsResult(
@@ -48,8 +55,12 @@ def build_server(context: Callable[[], AbstractContextManager[ToolContext]]) -> 
             return types.CallToolResult(
                 content=[types.TextContent(type="text", text=f"unknown tool {params.name!r}")], is_error=True
             )
-        with context() as tool_context:
-            result = tool.call(tool_context, dict(params.arguments or {}))
+        try:
+            with context() as tool_context:
+                result = tool.call(tool_context, dict(params.arguments or {}))
+        except psycopg.OperationalError as exc:  # the API's 503/504, as a tool error the client can act on
+            logger.warning("mcp: %s failed: %r", params.name, exc)
+            result = ToolResult({"error": database_failure(exc).message}, 0)
         text = result.text()
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=text)], structured_content=json.loads(text),
