@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -153,3 +154,15 @@ def test_the_placeholder_issuer_is_flagged_at_synth(dev: Synthesized) -> None:
 
     Annotations.from_stack(dev.stack).has_warning("/MeetingRag-dev", Match.string_like_regexp("jwt_issuer is the placeholder"))
     assert dev.config.jwt_issuer == "https://issuer.example.com/"
+
+
+def test_the_readme_builds_api_urls_the_outputs_make_valid(stage: Synthesized) -> None:
+    # The API URL outputs are the HTTP API's endpoint, https://<id>.execute-api.<region>.amazonaws.com: no trailing "/".
+    for output in ("ApiUrl", "ServiceApiUrl"):
+        value = stage.data["Outputs"][output]["Value"]
+        assert value == {"Fn::GetAtt": [value["Fn::GetAtt"][0], "ApiEndpoint"]}
+    # So every path the README appends to one starts with "/" (not ".../amazonaws.comv1/search").
+    readme = (REPO_ROOT / "README.md").read_text() + (REPO_ROOT / "infra" / "README.md").read_text()
+    uses = re.findall(r"\$\(out (?:Service)?ApiUrl\)(.?)", readme)
+    assert uses, "the README's post-deploy check uses the ApiUrl output"
+    assert all(following in ("/", '"') for following in uses), uses
