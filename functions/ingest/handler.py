@@ -5,6 +5,8 @@ SQS batches report partial failures, so one bad message never re-runs the good o
 that failed for a transient reason (database, S3, embedding provider) comes back with
 exponential backoff (``rag.queue_retry``), and a file that can never be ingested is a ``failed``
 document, not a retry. A file too large to embed in one invocation is continued by a new message.
+A later record of a batch that finds too little time left is not started: it comes back within
+seconds (``rag.queue_retry.defer``) for a fresh invocation, and is no error.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from rag.config import get_settings
 from rag.errors import ContinueLater, is_transient
 from rag.events import ObjectChange, changes_from_event, changes_from_sqs_body, event_shape
 from rag.ingest import Ingestor, build_ingestor
-from rag.queue_retry import back_off, continue_later
+from rag.queue_retry import back_off, continue_later, defer
 from rag.store.connection import connection
 
 logger = Logger(service="ingest")
@@ -32,10 +34,21 @@ metrics = Metrics(namespace="MeetingRag", service="ingest")
 processor = BatchProcessor(event_type=EventType.SQS)
 # Share of an invocation's remaining time the embedding may use: the rest writes the document.
 EMBED_SHARE = 0.6
+# Time a record needs to be read, parsed, embedded (one batch at least) and written. A later record
+# of a batch with less left is deferred; the first always starts, whatever the function's timeout.
+MIN_SECONDS_TO_START = 20
+_started_in: str | None = None  # request id of the invocation whose first record has started
 
 
-def apply_change(ingestor: Ingestor, change: ObjectChange, context: LambdaContext) -> None:
-    embed_until = time.monotonic() + context.get_remaining_time_in_millis() / 1000 * EMBED_SHARE
+class NotStarted(Exception):
+    """Too little time left in this invocation for the record: deferred, not failed."""
+
+
+def embed_deadline(remaining_seconds: float) -> float:
+    return time.monotonic() + remaining_seconds * EMBED_SHARE
+
+
+def apply_change(ingestor: Ingestor, change: ObjectChange, embed_until: float) -> None:
     with logger.append_context_keys(s3_key=change.key, bucket=change.bucket, action=change.action):
         try:
             result = ingestor.apply(change, embed_until=embed_until)
@@ -63,12 +76,25 @@ def apply_change(ingestor: Ingestor, change: ObjectChange, context: LambdaContex
             logger.error("object key rejected", extra={"error": result.error})
 
 
-@tracer.capture_method
 def record_handler(record: SQSRecord, lambda_context: LambdaContext) -> None:
+    global _started_in
+    remaining = lambda_context.get_remaining_time_in_millis() / 1000
+    if remaining < MIN_SECONDS_TO_START and _started_in == lambda_context.aws_request_id:
+        delay = defer(sqs_client(get_settings()), record.raw_event)
+        logger.info(
+            "too little time left to start; message deferred", extra={"remaining_seconds": remaining, "retry_in_seconds": delay}
+        )
+        raise NotStarted(f"{remaining:.1f} s left; {MIN_SECONDS_TO_START} s needed to start a record")
+    _started_in = lambda_context.aws_request_id
+    ingest_record(record, embed_deadline(remaining))
+
+
+@tracer.capture_method
+def ingest_record(record: SQSRecord, embed_until: float) -> None:
     ingestor = build_ingestor(get_settings())
     try:
         for change in changes_from_sqs_body(record.body):
-            apply_change(ingestor, change, lambda_context)
+            apply_change(ingestor, change, embed_until)
     except ContinueLater as progress:
         continue_later(sqs_client(get_settings()), record.raw_event)
         logger.info("continued in a new invocation", extra={"detail": str(progress)})
@@ -105,6 +131,7 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
             return {"batchItemFailures": [{"itemIdentifier": record["messageId"]} for record in records]}
         return process_partial_response(event=event, record_handler=record_handler, processor=processor, context=context)
     ingestor = build_ingestor(get_settings())
+    embed_until = embed_deadline(context.get_remaining_time_in_millis() / 1000)
     for change in changes_from_event(event):
-        apply_change(ingestor, change, context)
+        apply_change(ingestor, change, embed_until)
     return {"batchItemFailures": []}

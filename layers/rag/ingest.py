@@ -14,7 +14,11 @@
 - No connection is held while the content is read, parsed and embedded.
 - A file too large to embed before ``embed_until`` saves the vectors it has (``ingest_checkpoints``)
   and raises ``ContinueLater``; the handler hands the event to a new invocation, which embeds only
-  the rest. The write itself stays one transaction.
+  the rest. The write itself stays one transaction. Two chains can run for one file (S3 delivers an
+  event twice; a batch times out after its continuation was sent): saving is idempotent, so they
+  share their progress; a duplicate key met on a write means a concurrent invocation wrote first
+  and is retried, never a ``failed`` file; writing the current version clears the key's progress,
+  a failure only its own content's (a newer version's chain keeps what it saved).
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ from datetime import date
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any, Literal
 
-from rag.errors import ContinueLater, InvalidObjectKey, ParseError, is_transient
+from rag.errors import ContinueLater, InvalidObjectKey, ParseError, TransientError, is_transient
 from rag.events import ObjectChange, ObjectLocation, location_from_key
 from rag.store import checkpoints
 from rag.store import documents as repo
@@ -145,6 +149,10 @@ class Ingestor:
         except Exception as exc:
             if is_transient(exc):
                 raise
+            if _is_unique_violation(exc):
+                # Every write here upserts or runs under the object's lock: a duplicate key means a
+                # concurrent invocation wrote the same rows first. The retry finds them.
+                raise TransientError(f"s3://{change.bucket}/{change.key}: a concurrent invocation wrote first") from exc
             if not isinstance(exc, ParseError):
                 logger.warning("s3://%s/%s failed permanently", change.bucket, change.key, exc_info=True)
             error = describe_failure(exc)
@@ -215,7 +223,10 @@ class Ingestor:
                     "the event of its newer state writes it"
                 )  # fmt: skip
             document_id = write(conn)
-            checkpoints.clear(conn, source.bucket, source.key)
+            # The current version is written: every saved progress of the key is done with, except
+            # after a failure, which is this content's alone (another version's chain keeps its own).
+            failed_content = source.content_sha256 if outcome == "failed" else None
+            checkpoints.clear(conn, source.bucket, source.key, content_sha256=failed_content)
         return IngestResult(outcome, source.key, document_id=str(document_id), chunks=chunks)
 
     def _get_object(self, change: ObjectChange) -> FetchedObject | None:
@@ -252,6 +263,12 @@ def _same_version(current: dict[str, Any], source: repo.SourceObject) -> bool:
     if version and version != "null" and source.version_id:
         return bool(version == source.version_id)
     return _etag(current) == source.etag
+
+
+def _is_unique_violation(exc: BaseException) -> bool:
+    import psycopg
+
+    return isinstance(exc, psycopg.errors.UniqueViolation)
 
 
 def _touch(conn: psycopg.Connection, existing: repo.StoredDocument, source: repo.SourceObject) -> Any:

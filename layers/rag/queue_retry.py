@@ -1,11 +1,15 @@
 """Retries of SQS messages with exponential backoff, so an outage does not drain the queue into the DLQ;
-and continuations, for work that goes on in a new invocation.
+deferrals, for a message an invocation has no time left to start; and continuations, for work that
+goes on in a new invocation.
 
 Lambda's SQS event source returns a failed message after the queue's visibility timeout, the
 same wait every time: with a short timeout a few minutes of database outage spends every
 receive and parks the whole backlog in the DLQ. A message that failed for a transient
 reason is instead hidden for ``30 s x 2^(receives - 1)`` (capped at 15 minutes), so five
 receives span about seven and a half minutes before the DLQ takes it.
+
+A deferred message comes back after ``DEFER_SECONDS``, to be started by a fresh invocation; like
+any failed message it counts a receive.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ logger = logging.getLogger(__name__)
 
 FIRST_RETRY_SECONDS = 30
 MAX_RETRY_SECONDS = 15 * 60
+DEFER_SECONDS = 5
 
 
 def retry_delay_seconds(receive_count: int) -> int:
@@ -44,17 +49,25 @@ def back_off(sqs: Any, record: dict[str, Any]) -> int | None:
     A failure here only loses the backoff: the message still returns after the queue's own timeout.
     """
     receives = int((record.get("attributes") or {}).get("ApproximateReceiveCount") or 1)
-    delay = retry_delay_seconds(receives)
+    return _hide(sqs, record, retry_delay_seconds(receives))
+
+
+def defer(sqs: Any, record: dict[str, Any]) -> int | None:
+    """Bring the SQS ``record`` back after ``DEFER_SECONDS`` (it was not started); the delay, or None if that failed."""
+    return _hide(sqs, record, DEFER_SECONDS)
+
+
+def _hide(sqs: Any, record: dict[str, Any], seconds: int) -> int | None:
     try:
         sqs.change_message_visibility(
             QueueUrl=queue_url(sqs, record["eventSourceARN"]),
             ReceiptHandle=record["receiptHandle"],
-            VisibilityTimeout=delay,
+            VisibilityTimeout=seconds,
         )
     except Exception:
         logger.warning("could not delay message %s; it returns after the queue's timeout", record.get("messageId"), exc_info=True)
         return None
-    return delay
+    return seconds
 
 
 def continue_later(sqs: Any, record: dict[str, Any]) -> None:

@@ -19,3 +19,10 @@ def s3(request: pytest.FixtureRequest, database_url: str) -> Iterator[Any]:
         client.create_bucket(Bucket=bucket)
         client.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
         yield client
+
+
+@pytest.fixture(autouse=True)
+def no_saved_progress(request: pytest.FixtureRequest) -> None:
+    """No embedding progress left by an earlier test (``ingest_checkpoints`` has no foreign key to documents)."""
+    if "db" in request.fixturenames:
+        request.getfixturevalue("db").execute("TRUNCATE ingest_checkpoints")

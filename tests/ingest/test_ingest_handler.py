@@ -29,11 +29,16 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture
-def handler(s3, db, local_embedder):
+def handler_module(s3, db, local_embedder):
     from rag.aws import _client
 
     _client.cache_clear()  # boto3 clients must be created inside mock_aws
-    return load_handler_module("ingest").lambda_handler
+    return load_handler_module("ingest")
+
+
+@pytest.fixture
+def handler(handler_module):
+    return handler_module.lambda_handler
 
 
 def deliver(handler, *bodies: dict | str) -> dict:
@@ -252,10 +257,95 @@ def test_a_database_that_is_down_fails_the_whole_batch_with_backoff_and_nothing_
     assert rows(db) == []
 
 
-def test_a_file_too_large_for_one_invocation_continues_in_new_messages(s3, handler, db, monkeypatch):
+def queue(name: str, **attributes: str) -> tuple[str, str]:
+    """A moto queue: its URL and ARN."""
+    sqs = boto3.client("sqs", region_name="us-east-1")
+    url = sqs.create_queue(QueueName=name, Attributes=attributes)["QueueUrl"]
+    return url, sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+
+
+def received_batch(queue_url: str, queue_arn: str, count: int) -> tuple[dict, list[dict]]:
+    """Receive ``count`` messages and build the SQS event Lambda's event source would deliver."""
+    sqs = boto3.client("sqs", region_name="us-east-1")
+    messages = sqs.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=count, AttributeNames=["All"])["Messages"]
+    assert len(messages) == count
+    event = sqs_batch(*(message["Body"] for message in messages))
+    for record, message in zip(event["Records"], messages):
+        record.update(
+            messageId=message["MessageId"], receiptHandle=message["ReceiptHandle"], eventSourceARN=queue_arn,
+            attributes={**record["attributes"], **message["Attributes"]},
+        )  # fmt: skip
+    return event, messages
+
+
+def s3_key(message: dict) -> str:
+    from urllib.parse import unquote_plus
+
+    return unquote_plus(json.loads(message["Body"])["Records"][0]["s3"]["object"]["key"])
+
+
+class RunningOutOfTime(LocalContext):
+    """A Lambda context whose remaining time is given, one value per read (the last one repeats)."""
+
+    def __init__(self, *remaining_ms: int):
+        super().__init__(function_name="ingest")
+        self.remaining_ms = list(remaining_ms)
+
+    def get_remaining_time_in_millis(self) -> int:
+        return self.remaining_ms.pop(0) if len(self.remaining_ms) > 1 else self.remaining_ms[0]
+
+
+def metric_names(stdout: str) -> set[str]:
+    """The metrics the handler published (Embedded Metric Format lines on stdout)."""
+    names = set()
+    for line in stdout.splitlines():
+        if line.startswith("{") and '"_aws"' in line:
+            for directive in json.loads(line)["_aws"]["CloudWatchMetrics"]:
+                names.update(metric["Name"] for metric in directive["Metrics"])
+    return names
+
+
+def test_a_record_left_without_enough_time_waits_for_a_fresh_invocation_and_is_no_error(s3, handler_module, db, capsys):
+    import time
+
+    from moto.sqs.models import sqs_backends
+
+    from rag.queue_retry import DEFER_SECONDS
+
+    # GIVEN a batch of three transcripts, the first of which spends nearly all the invocation's time
+    queue_url, queue_arn = queue("ingest-late", VisibilityTimeout="720")
+    sqs = boto3.client("sqs", region_name="us-east-1")
+    keys = [f"projects/acme/late-{i}.txt" for i in range(3)]
+    for key in keys:
+        s3.put_object(Bucket=BUCKET, Key=key, Body=TRANSCRIPT.encode())
+        sqs.send_message(QueueUrl=queue_url, MessageBody=json.dumps(s3_notification(BUCKET, key)))
+    event, messages = received_batch(queue_url, queue_arn, 3)
+    first_key = s3_key(messages[0])
+    capsys.readouterr()
+
+    # WHEN the handler gets to the second and third records with 4 s left
+    before_ms = time.time() * 1000
+    result = handler_module.lambda_handler(event, RunningOutOfTime(100_000, 4_000))
+    after_ms = time.time() * 1000
+
+    # THEN they are not started: reported failed, and back on the queue within seconds, not the queue's 12 minutes
+    late = [message["MessageId"] for message in messages[1:]]
+    assert result == {"batchItemFailures": [{"itemIdentifier": message_id} for message_id in late]}
+    assert db.execute("SELECT object_key, status FROM documents").fetchall() == [(first_key, "raw_ingested")]
+    stored = {m.id: m for m in sqs_backends["123456789012"]["us-east-1"].queues["ingest-late"]._messages}
+    for message_id in late:
+        assert before_ms + DEFER_SECONDS * 1000 <= stored[message_id].visible_at <= after_ms + DEFER_SECONDS * 1000
+    assert 1 <= DEFER_SECONDS <= 10
+    # AND that is no error: no IngestErrors metric (the first record's metrics are there)
+    published = metric_names(capsys.readouterr().out)
+    assert "DocumentsIngested" in published and "IngestErrors" not in published
+
+
+def test_a_file_too_large_for_one_invocation_continues_in_new_messages(s3, handler_module, db, monkeypatch):
     from rag.config import get_settings
 
-    # GIVEN small chunks and batches, and invocations that are out of time from the start
+    # GIVEN small chunks and batches, and invocations whose embedding time is spent from the start
+    monkeypatch.setattr(handler_module, "EMBED_SHARE", 0.0)
     monkeypatch.setenv("RAG_CHUNK_TOKENS", "32")
     monkeypatch.setenv("RAG_CHUNK_OVERLAP_TOKENS", "0")
     monkeypatch.setenv("RAG_EMBEDDING_BATCH_SIZE", "8")
@@ -276,7 +366,7 @@ def test_a_file_too_large_for_one_invocation_continues_in_new_messages(s3, handl
             event["Records"][0].update(
                 messageId=messages[0]["MessageId"], receiptHandle=messages[0]["ReceiptHandle"], eventSourceARN=queue_arn
             )
-            result = handler(event, LocalContext(function_name="ingest", timeout_ms=0))
+            result = handler_module.lambda_handler(event, LocalContext(function_name="ingest"))
             assert result == {"batchItemFailures": []}  # a continuation is not a failure: no retry, no DLQ
             sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=messages[0]["ReceiptHandle"])
             assert invocations < 30

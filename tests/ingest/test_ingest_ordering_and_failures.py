@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -15,30 +14,14 @@ import pytest
 from rag.events import ObjectChange
 from rag.ingest import Ingestor
 
+from .s3_hooks import S3WithHook
+
 pytestmark = pytest.mark.slow
 
 BUCKET = "rag-order-bucket"
 KEY = "tenants/acme/projects/ops/2026-11-20-standup.txt"
 V1 = b"Ana: Version one says the cutover is on Monday.\nBen: Monday works."
 V2 = b"Ana: Version two moves the cutover to Friday.\nBen: Friday then."
-
-
-class S3WithHook:
-    """The moto S3 client, running ``after_get`` once an object has been read (a slow invocation's window)."""
-
-    def __init__(self, client: Any):
-        self._client = client
-        self.after_get: Callable[[], None] | None = None
-
-    def get_object(self, **kwargs: Any) -> dict[str, Any]:
-        response = self._client.get_object(**kwargs)
-        hook, self.after_get = self.after_get, None
-        if hook:
-            hook()
-        return response  # type: ignore[no-any-return]
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._client, name)
 
 
 @pytest.fixture
@@ -174,58 +157,3 @@ def test_a_stored_document_of_another_tenant_is_never_taken_over(s3, ingestor, d
     assert result.outcome == "rejected" and "another tenant" in result.error
     assert db.execute("SELECT tenant_id FROM documents WHERE object_key = %s", (key,)).fetchall() == [("globex",)]
     assert db.execute("SELECT count(*) FROM chunks").fetchone() == (0,)
-
-
-class CountingEmbedder:
-    """The real local model, counting the texts it is asked to embed."""
-
-    def __init__(self, embedder: Any):
-        self._embedder = embedder
-        self.texts = 0
-
-    def embed(self, texts: list[str]) -> list[list[float]]:
-        self.texts += len(texts)
-        return self._embedder.embed(texts)  # type: ignore[no-any-return]
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._embedder, name)
-
-
-LONG_MEETING = "\n".join(
-    f"{speaker}: Point {i} of the migration plan covers scanners, firmware and the warehouse cutover window."
-    for i, speaker in zip(range(24), ["Ana", "Ben", "Chloe"] * 8)
-).encode()
-
-
-def test_a_file_too_large_for_one_invocation_is_embedded_over_several_without_repeating_work(s3, db, local_embedder):
-    import time
-
-    from rag.config import get_settings
-    from rag.errors import ContinueLater
-    from rag.store.connection import connection
-
-    # GIVEN small chunks and batches, so the file takes several batches, and a budget already spent
-    settings = get_settings().model_copy(update={"chunk_tokens": 32, "chunk_overlap_tokens": 0, "embedding_batch_size": 4})
-    embedder = CountingEmbedder(local_embedder)
-    ingestor = Ingestor(lambda: connection(settings), s3, embedder, settings)
-    s3.put_object(Bucket=BUCKET, Key=KEY, Body=LONG_MEETING)
-
-    # WHEN invocations run out of time one after another
-    invocations = 0
-    while True:
-        invocations += 1
-        try:
-            result = ingestor.apply(ObjectChange("created", BUCKET, KEY), embed_until=time.monotonic() - 1)
-            break
-        except ContinueLater as progress:
-            assert "chunks embedded" in str(progress)
-            saved = db.execute("SELECT count(*) FROM ingest_checkpoints").fetchone()[0]
-            assert saved == 4 * invocations  # one batch more each time, kept between invocations
-        assert invocations < 50
-
-    # THEN the last one writes the whole document, each chunk embedded once, and the progress is gone
-    chunks = db.execute("SELECT count(*) FROM chunks").fetchone()[0]
-    assert result.outcome == "ingested" and result.chunks == chunks > 8
-    assert invocations == -(-chunks // 4)  # one batch per invocation
-    assert embedder.texts == chunks
-    assert db.execute("SELECT count(*) FROM ingest_checkpoints").fetchone() == (0,)
