@@ -16,7 +16,10 @@ loses nothing:
   handler; and a reconcile every ``RECONCILE_SECONDS`` that lists the bucket's versions (it
   catches ``aws s3 cp`` uploads while the worker is busy embedding). What a ``kill -9`` can
   still lose is an ``aws s3 cp`` upload of the last few seconds that neither has seen yet
-  (with an idle worker, under a second); ``rag down`` first runs one last mirror pass.
+  (with an idle worker, under a second). A graceful stop (``rag down``, SIGTERM) loses none:
+  moto refuses S3 writes from then on (``rag_local.moto_server``), the ones in flight end, and
+  one last mirror pass runs at once, not after the worker's batch (``flush_on_stop``). Work
+  still queued dies with moto and is done again after the restore below.
 - **Restore.** On start, before the worker runs, every mirrored object that the fresh bucket
   does not hold is put back. The puts fire ordinary notifications, so the handler re-checks
   each object: unchanged content is a cheap no-op (sha256), and work whose queued message died
@@ -471,3 +474,22 @@ def run(reconciler: Reconciler, database_url: Callable[[], str], stop: threading
             logger.exception("reconcile pass failed; trying again in %.0f s", interval)
         if stop.wait(interval):
             return
+
+
+def flush_on_stop(reconciler: Reconciler, stop: threading.Event, close_writes: Callable[[], bool]) -> None:
+    """Once ``stop`` is set: no S3 write is acknowledged any more (``close_writes``, which waits for
+    those in flight), then one last mirror pass puts every object the bucket holds on disk.
+
+    Runs in a thread of its own, so a worker deep in a batch does not hold it up: the stop may
+    kill that worker, never an acknowledged upload.
+    """
+    stop.wait()
+    if not close_writes():
+        logger.warning("S3 writes were still in flight when the last mirror pass began; it may miss them")
+    try:
+        result = reconciler.run_once()
+    except Exception:
+        logger.exception("the last mirror pass failed: uploads since the previous pass may be lost")
+        return
+    logger.info("stopping: S3 writes are refused; the last mirror pass copied %d objects to %s",
+                len(result.mirrored), reconciler.mirror.directory)  # fmt: skip

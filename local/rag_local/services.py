@@ -1,8 +1,10 @@
 """The local AWS side: moto (S3 + SQS) on 127.0.0.1 and the queue worker, in one background process.
 
-``rag up`` starts ``python -m rag_local.services``; ``rag down`` stops it. moto keeps its
+``rag up`` starts ``python -m rag_local.services``; ``rag down`` stops it (SIGTERM). moto keeps its
 state in memory: ``rag_local.durable`` mirrors the bucket to disk, restores it on start and
-reconciles bucket, queue and ``documents`` rows while running, so a restart loses nothing.
+reconciles bucket, queue and ``documents`` rows while running, so a restart loses nothing; on
+SIGTERM moto refuses further S3 writes and the bucket is mirrored once more before the worker's
+batch ends (``rag_local.moto_server``, ``durable.flush_on_stop``).
 """
 
 from __future__ import annotations
@@ -111,17 +113,16 @@ def move_dead_letters(sqs: Any, dlq_url: str, queue_url: str) -> int:
 
 
 def main() -> None:
-    from moto.server import ThreadedMotoServer
-
     from rag.aws import s3_client, sqs_client
     from rag.store.connection import resolve_database_url
     from rag_local import durable, worker
     from rag_local.lambdas import load_handler_module
+    from rag_local.moto_server import MotoServer
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     logging.getLogger("werkzeug").setLevel(logging.WARNING)  # moto's access log: lines per second, in a log that is kept
     settings = get_settings()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=settings.local_moto_port, verbose=False)
+    server = MotoServer(settings.local_moto_port)
     server.start()
     s3, sqs = s3_client(settings), sqs_client(settings)
     queue = create_ingest_resources(s3, sqs, settings.local_bucket, settings.local_queue, settings.aws_region)
@@ -132,9 +133,14 @@ def main() -> None:
     restored = reconciler.restore()
     logger.info("restored %d objects from %s", len(restored), mirror.directory)
     stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())  # from here on a stop mirrors the bucket first (flusher)
     threading.Thread(
         target=durable.run, args=(reconciler, lambda: resolve_database_url(settings), stop), name="reconcile", daemon=True
     ).start()
+    flusher = threading.Thread(
+        target=durable.flush_on_stop, args=(reconciler, stop, server.close_s3_writes), name="flush-on-stop", daemon=True
+    )
+    flusher.start()
     handler = load_handler_module("ingest").lambda_handler
     from rag.embedding import get_embedder
 
@@ -144,15 +150,13 @@ def main() -> None:
     api = make_server(settings)
     threading.Thread(target=api.serve_forever, name="query-api", daemon=True).start()
     logger.info("query API on http://127.0.0.1:%d", settings.local_api_port)
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
     print("ready", flush=True)
     try:
+        # Returns once SIGTERM set `stop` and the batch in hand is done (`rag down` kills it if that takes too long).
         worker.run(sqs, queue.url, queue.arn, handler, stop, before_batch=lambda batch: durable.mirror_created(s3, mirror, batch))
     finally:
-        try:
-            reconciler.run_once()  # a last mirror pass: what the bucket holds now is on disk
-        except Exception:
-            logger.exception("the last mirror pass failed")
+        stop.set()
+        flusher.join()  # S3 writes refused, and the bucket on disk, before moto's memory goes
         api.shutdown()
         server.stop()
         sys.exit(0)

@@ -104,8 +104,11 @@ def start_services(settings: Settings, timeout: float) -> Started:
     return Started(process.pid, log_path)
 
 
-def stop_services(settings: Settings) -> int | None:
-    """SIGTERM the services (the worker finishes the batch in hand), SIGKILL after STOP_WAIT_SECONDS.
+def stop_services(settings: Settings, wait_seconds: float = STOP_WAIT_SECONDS) -> int | None:
+    """SIGTERM the services, SIGKILL after ``wait_seconds``.
+
+    On SIGTERM they refuse further S3 writes and mirror the bucket to disk at once (nothing
+    acknowledged is lost even if the kill follows), then the worker finishes the batch in hand.
 
     Returns the pid stopped, or None when nothing ran; the pid file is gone either way.
     """
@@ -113,7 +116,7 @@ def stop_services(settings: Settings) -> int | None:
     if pid is not None:
         os.kill(pid, signal.SIGTERM)
         # The worker finishes the batch in hand first (embedding it can take a while).
-        for _ in range(STOP_WAIT_SECONDS * 10):
+        for _ in range(int(wait_seconds * 10)):
             if not is_running(pid):
                 break
             time.sleep(0.1)

@@ -6,7 +6,8 @@ deterministic. ``fail_next`` scripts status codes (429, 500) for the next reques
 dict or list is sent as the JSON content of a structured output, a string as is, an
 ``Assistant`` (``Assistant.load`` reads a recorded conversation) as that message, tool calls
 included, and a ``RawBody`` as the whole response body (a server that answers 200 with something
-other than a chat completion). ``chat_delay_seconds`` holds the next chat answers back (a model that times out).
+other than a chat completion). ``chat_delay_seconds`` holds the next chat answers back (a model that times out);
+clearing ``embeddings_open`` holds every embeddings answer back until it is set again (a provider that hangs).
 """
 
 from __future__ import annotations
@@ -69,6 +70,8 @@ class FakeOpenAI:
         self.fail_next: list[int] = []
         self.chat_responses: list[Any] = []
         self.chat_delay_seconds: list[float] = []
+        self.embeddings_open = threading.Event()
+        self.embeddings_open.set()
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -104,6 +107,7 @@ class FakeOpenAI:
                 if self.path != "/v1/embeddings":
                     self._send(404, {"error": {"message": "not found"}})
                     return
+                fake.embeddings_open.wait()
                 inputs = body["input"] if isinstance(body["input"], list) else [body["input"]]
                 dim = body.get("dimensions", fake.dimension)
                 data = []

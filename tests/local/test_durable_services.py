@@ -7,6 +7,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -14,6 +15,7 @@ from pathlib import Path
 import boto3
 import psycopg
 import pytest
+from botocore.exceptions import ClientError, EndpointConnectionError
 
 pytestmark = pytest.mark.slow
 
@@ -102,3 +104,80 @@ def test_a_killed_services_process_loses_nothing(tmp_path, database_url):
         down = rag("down")
     assert down.returncode == 0
     assert not list(Path(local, "s3", BUCKET).glob("*.tmp"))
+
+
+def test_a_graceful_stop_loses_no_acknowledged_upload(tmp_path, database_url, monkeypatch):
+    """`rag down` while the worker is stuck in a batch: every upload moto acknowledged is there after `rag up`.
+
+    The worker cannot help here (it holds one batch until it is killed), and the periodic reconcile
+    runs every few seconds: only the stop itself can put the last uploads on disk, and refuse the
+    ones that come after it.
+    """
+    from botocore.config import Config
+
+    from rag.config import Settings
+    from rag_local import supervisor
+    from tests.embedding.fake_openai import FakeOpenAI
+
+    local = tmp_path / "local"
+    moto_port = free_port()
+    for name, value in {
+        "DATABASE_URL": database_url,
+        "RAG_LOCAL_DIR": str(local),
+        "RAG_LOCAL_MOTO_PORT": str(moto_port),
+        "RAG_LOCAL_API_PORT": str(free_port()),
+        "RAG_LOCAL_BUCKET": BUCKET,
+        "RAG_EMBEDDING_PROVIDER": "openai",
+        "OPENAI_API_KEY": "test-key",
+    }.items():
+        monkeypatch.setenv(name, value)
+    endpoint = f"http://127.0.0.1:{moto_port}"
+    monkeypatch.setenv("AWS_ENDPOINT_URL", endpoint)  # what `rag up` sets for the services
+    s3 = boto3.client("s3", region_name="us-east-1", endpoint_url=endpoint)
+    # A client that takes no for an answer: a refused upload is reported, never retried into the restart.
+    late_s3 = boto3.client("s3", region_name="us-east-1", endpoint_url=endpoint, config=Config(retries={"max_attempts": 1}))
+    body = (FIXTURES / "design_meeting.txt").read_bytes()
+    uploads = {f"projects/graceful/meeting {i:02d}.txt": body + f"Maya: Item {i} is done.\n".encode() for i in range(50)}
+
+    with FakeOpenAI() as fake:
+        monkeypatch.setenv("OPENAI_BASE_URL", fake.base_url)
+        settings = Settings()
+        supervisor.start_services(settings, timeout=120)
+        try:
+            fake.embeddings_open.clear()  # from now on the worker's batch hangs in the embedding call
+            s3.put_object(Bucket=BUCKET, Key="projects/graceful/first.txt", Body=body)
+            uploads["projects/graceful/first.txt"] = body
+            wait_for(lambda: len(fake.requests) > 1, "the worker to start embedding the first batch")
+
+            # WHEN 50 objects are uploaded (as `aws s3 cp` does) and the services are stopped right away,
+            # with uploads still coming while they stop
+            for key, data in uploads.items():
+                s3.put_object(Bucket=BUCKET, Key=key, Body=data)
+            stopping = threading.Thread(target=supervisor.stop_services, args=(settings,), kwargs={"wait_seconds": 10})
+            stopping.start()
+            late_acknowledged, late_refused = {}, 0
+            while stopping.is_alive():
+                key, data = f"projects/graceful/late {len(late_acknowledged) + late_refused:03d}.txt", b"A: late.\n"
+                try:
+                    late_s3.put_object(Bucket=BUCKET, Key=key, Body=data)
+                    late_acknowledged[key] = data
+                except (ClientError, EndpointConnectionError):
+                    late_refused += 1
+                time.sleep(0.05)
+            stopping.join()
+
+            # THEN the next start holds every acknowledged upload, byte for byte
+            fake.embeddings_open.set()
+            supervisor.start_services(settings, timeout=120)
+            listed = {
+                obj["Key"]
+                for page in s3.get_paginator("list_objects_v2").paginate(Bucket=BUCKET)
+                for obj in page.get("Contents", [])
+            }
+            kept = {**uploads, **late_acknowledged}
+            assert sorted(listed) == sorted(kept)
+            assert all(s3.get_object(Bucket=BUCKET, Key=key)["Body"].read() == data for key, data in kept.items())
+            assert late_refused > 0  # the uploads that came after the last mirror pass were refused, not dropped
+        finally:
+            fake.embeddings_open.set()
+            supervisor.stop_services(settings)
