@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
+import copy
 import json
+import socket
+import threading
+import urllib.request
+from pathlib import Path
 
 import anyio
 import pytest
+
+# What API Gateway sends the query function when an MCP client opens its server-sent-events stream (GET /mcp).
+MCP_GET_EVENT = json.loads((Path(__file__).parents[1] / "fixtures" / "events" / "http_api_mcp_get.json").read_text())
+PATIENCE = 20.0  # seconds a test waits for an answer before calling the server hung
 
 
 def mcp_session(url: str, key: str | None, work):
@@ -178,3 +187,44 @@ def test_rag_mcp_over_stdio_with_the_database_down_answers_a_tool_error_saying_w
             return await client.call_tool("list_projects", {})
 
     assert_says_the_database_is_down(anyio.run(main))
+
+
+@pytest.mark.parametrize("method", ["GET", "DELETE"])
+def test_get_and_delete_on_the_stateless_mcp_endpoint_answer_405_allowing_post(method):
+    from rag_local.lambdas import LocalContext, load_handler_module
+
+    event = copy.deepcopy(MCP_GET_EVENT)
+    event["routeKey"] = event["requestContext"]["routeKey"] = f"{method} /mcp"
+    event["requestContext"]["http"]["method"] = method
+    handler = load_handler_module("query").lambda_handler
+    responses: list[dict] = []
+    # A thread, so that a handler that never returns fails the test instead of hanging the suite.
+    thread = threading.Thread(target=lambda: responses.append(handler(event, LocalContext(function_name="query"))), daemon=True)
+    thread.start()
+    thread.join(PATIENCE)
+
+    assert not thread.is_alive(), f"{method} /mcp did not return within {PATIENCE:g} s"
+    [response] = responses
+    assert response["statusCode"] == 405
+    assert response["headers"]["Allow"] == "POST"
+    assert json.loads(response["body"]) == {
+        "error": {"code": "method_not_allowed",
+                  "message": "this MCP server is stateless: send JSON-RPC messages with POST (it opens no event stream and has no session to end)"}
+    }  # fmt: skip
+
+
+def test_an_open_get_mcp_stream_does_not_hold_the_local_api(local_api):
+    host, port = local_api.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=PATIENCE) as stream:
+        # What an MCP client sends to open the server's event stream, left open (keep-alive) for the whole test.
+        stream.sendall(b"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer k-acme\r\n"
+                       b"Accept: text/event-stream\r\nMCP-Protocol-Version: 2025-06-18\r\n\r\n")  # fmt: skip
+        projects = urllib.request.Request(f"{local_api}/v1/projects", headers={"Authorization": "Bearer k-acme"})
+        with urllib.request.urlopen(projects, timeout=PATIENCE) as response:
+            status, listed = response.status, json.load(response)
+        stream.settimeout(PATIENCE)
+        head = stream.recv(65536).split(b"\r\n\r\n")[0].decode("latin-1").split("\r\n")
+
+    assert status == 200 and [p["id"] for p in listed["projects"]] == ["remote"]
+    assert head[0].endswith(" 405 Method Not Allowed")
+    assert "Allow: POST" in head

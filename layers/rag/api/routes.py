@@ -256,16 +256,27 @@ def tools() -> dict[str, Any]:
     return tool_schemas()
 
 
+MCP_POST_ONLY = (
+    "this MCP server is stateless: send JSON-RPC messages with POST (it opens no event stream and has no session to end)"
+)
+
+
 @app.route("/mcp", method=["POST", "GET", "DELETE"], include_in_schema=False)
 def mcp() -> Response[str]:  # a raw Response: the MCP SDK writes the body
     """MCP over Streamable HTTP (stateless, JSON responses): the tools of /v1/ask as the caller's tenant."""
+    event = app.current_event
+    if event.http_method != "POST":
+        # Stateless: no event stream to open (GET) and no session to end (DELETE). The specification's answer is
+        # 405, given here: the SDK would hold a GET open, waiting to stream, for as long as the client stays.
+        refused = error_response(405, "method_not_allowed", MCP_POST_ONLY)
+        refused.headers["Allow"] = "POST"
+        return refused
     import base64
     from contextlib import nullcontext
 
     from rag.ask.mcp_server import handle_http
     from rag.ask.tools import ToolContext
 
-    event = app.current_event
     settings = get_settings()
     tenant = _tenant()
     raw = event.body or ""

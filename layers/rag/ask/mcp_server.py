@@ -2,7 +2,8 @@
 
 - Streamable HTTP at ``/mcp`` on the query API: stateless with JSON responses, so one
   Lambda invocation serves one MCP request (``handle_http``: the API Gateway request
-  becomes an ASGI call on the SDK's session manager). Authentication is the API's: the
+  becomes an ASGI call on the SDK's session manager). POST only: GET (an event stream)
+  and DELETE (ending a session) are 405, as the specification says for a server without them. Authentication is the API's: the
   route runs after ``rag.api.routes.handle`` has checked the caller, and the tools run as
   the caller's tenant.
 - stdio (``serve_stdio``, ``rag mcp``) for desktop clients, as the tenant of a local API key.
@@ -73,7 +74,13 @@ def build_server(context: Callable[[], AbstractContextManager[ToolContext]]) -> 
 def handle_http(
     method: str, headers: dict[str, str], body: bytes, context: Callable[[], AbstractContextManager[ToolContext]]
 ) -> tuple[int, dict[str, str], bytes]:
-    """One Streamable HTTP request to ``/mcp`` (stateless, JSON): status, headers and body of the response."""
+    """One Streamable HTTP POST to ``/mcp`` (stateless, JSON): status, headers and body of the response.
+
+    POST only: the SDK answers a GET by holding an event stream open for as long as the client stays, and a
+    stateless server has no session for a DELETE to end (the route answers both 405).
+    """
+    if method != "POST":
+        raise ValueError(f"a stateless MCP server takes POST only, not {method}")
     import anyio
     from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
     from mcp.server.transport_security import TransportSecuritySettings
