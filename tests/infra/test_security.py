@@ -351,7 +351,13 @@ def test_alarms_cover_dlq_errors_throttles_backfill_and_api_and_notify_the_topic
     alarms = [a["Properties"] for a in stage.resources("AWS::CloudWatch::Alarm").values()]
     topic = next(iter(stage.resources("AWS::SNS::Topic")))
     assert all(a["AlarmActions"] == [{"Ref": topic}] for a in alarms)
-    metrics = sorted((a["Namespace"], a["MetricName"], a.get("Statistic") or a.get("ExtendedStatistic")) for a in alarms)
+    metrics = sorted(
+        (a["Namespace"], a["MetricName"], a.get("Statistic") or a.get("ExtendedStatistic"))
+        if "Metrics" not in a  # else metric math: the metrics it reads
+        else next((m["MetricStat"]["Metric"]["Namespace"], m["MetricStat"]["Metric"]["MetricName"], m["MetricStat"]["Stat"])
+                  for m in a["Metrics"] if "MetricStat" in m)
+        for a in alarms
+    )  # fmt: skip
     assert metrics.count(("AWS/Lambda", "Errors", "Sum")) == 5
     assert metrics.count(("AWS/Lambda", "Throttles", "Sum")) == 5
     assert ("AWS/SQS", "ApproximateNumberOfMessagesVisible", "Maximum") in metrics
