@@ -75,7 +75,8 @@ class StageConfig:
     embedding_dimension: int = 1024
     llm_provider: LlmProvider = "none"
     llm_model: str = "gpt-4o-mini"
-    bedrock_chat_model: str = "anthropic.claude-3-5-haiku-20241022-v1:0"  # /v1/ask's model with llm_provider bedrock
+    # /v1/ask's model with llm_provider bedrock: a model id, or a cross-Region inference profile id (us.anthropic...)
+    bedrock_chat_model: str = "anthropic.claude-3-5-haiku-20241022-v1:0"
     openai_api_key_secret_name: str | None = None  # Secrets Manager name, needed when OpenAI is used
 
     # --- database ---------------------------------------------------------------------

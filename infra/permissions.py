@@ -7,25 +7,67 @@ from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from infra.config import StageConfig
+from infra.nag import acknowledge
+
+# Cross-Region inference profiles are named "<geography>.<model id>" (us.anthropic.claude-..., global.anthropic....):
+# the caller names the profile in its own region, Bedrock runs the model in one of the profile's destination regions.
+INFERENCE_PROFILE_GEOGRAPHIES = frozenset({"us", "us-gov", "eu", "apac", "jp", "au", "ca", "global"})
+
+
+def inference_profile_model(model_id: str) -> str | None:
+    """The foundation model behind a cross-Region inference profile id, None for a plain model id."""
+    geography, _, model = model_id.partition(".")
+    return model if geography in INFERENCE_PROFILE_GEOGRAPHIES and "." in model else None
+
+
+def bedrock_invoke_statements(scope: Construct, model_id: str) -> list[iam.PolicyStatement]:
+    """``bedrock:InvokeModel`` (what InvokeModel and Converse are authorized as) on ``model_id`` and nothing more.
+
+    A model id: that foundation model in this region. An inference profile id: the profile, and its foundation model
+    in the regions the profile routes to (any region; a global profile's model also by its region-less ARN), only
+    when called through that profile (``bedrock:InferenceProfileArn``).
+    """
+    stack = Stack.of(scope)
+    model = inference_profile_model(model_id)
+    if model is None:
+        return [
+            iam.PolicyStatement(
+                actions=["bedrock:InvokeModel"],
+                resources=[f"arn:{stack.partition}:bedrock:{stack.region}::foundation-model/{model_id}"],
+            )
+        ]
+    profile = f"arn:{stack.partition}:bedrock:{stack.region}:{stack.account}:inference-profile/{model_id}"
+    models = [f"arn:{stack.partition}:bedrock:*::foundation-model/{model}"]
+    if model_id.startswith("global."):
+        models.append(f"arn:{stack.partition}:bedrock:::foundation-model/{model}")
+    return [
+        iam.PolicyStatement(actions=["bedrock:InvokeModel"], resources=[profile]),
+        iam.PolicyStatement(
+            actions=["bedrock:InvokeModel"],
+            resources=models,
+            conditions={"StringEquals": {"bedrock:InferenceProfileArn": profile}},
+        ),
+    ]
 
 
 def grant_embedding_and_llm(scope: Construct, grantee: iam.IGrantable, config: StageConfig) -> None:
-    """Bedrock InvokeModel on the one configured model; the OpenAI key's secret by name."""
-    stack = Stack.of(scope)
+    """Bedrock InvokeModel on the configured models (or their inference profiles); the OpenAI key's secret by name."""
+    models = []
     if config.embedding_provider == "bedrock":
-        grantee.grant_principal.add_to_principal_policy(
-            iam.PolicyStatement(
-                actions=["bedrock:InvokeModel"],
-                resources=[f"arn:{stack.partition}:bedrock:{stack.region}::foundation-model/{config.embedding_model}"],
-            )
-        )
+        models.append(config.embedding_model)
     if config.llm_provider == "bedrock":  # Converse is authorized as InvokeModel on the model
-        grantee.grant_principal.add_to_principal_policy(
-            iam.PolicyStatement(
-                actions=["bedrock:InvokeModel"],
-                resources=[f"arn:{stack.partition}:bedrock:{stack.region}::foundation-model/{config.bedrock_chat_model}"],
+        models.append(config.bedrock_chat_model)
+    for model_id in models:
+        for statement in bedrock_invoke_statements(scope, model_id):
+            grantee.grant_principal.add_to_principal_policy(statement)
+        model = inference_profile_model(model_id)
+        if model is not None and isinstance(grantee.grant_principal, Construct):  # the role and its policies
+            acknowledge(
+                grantee.grant_principal,
+                f"AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:bedrock:*::foundation-model/{model}]",
+                f"the inference profile {model_id} runs {model} in whichever of its destination regions Bedrock picks; "
+                "the grant holds only through that profile (condition bedrock:InferenceProfileArn)",
             )
-        )
     if config.openai_api_key_secret_name:
         grantee.grant_principal.add_to_principal_policy(
             iam.PolicyStatement(
