@@ -18,6 +18,7 @@ from aws_lambda_powertools.utilities.data_classes import S3Event
 from aws_lambda_powertools.utilities.data_classes.s3_event import S3EventBridgeNotificationEvent
 
 from rag.errors import InvalidObjectKey
+from rag.storable_text import describe_unstorable, first_unstorable
 
 Action = Literal["created", "removed"]
 EventShape = Literal["sqs", "s3", "eventbridge"]
@@ -129,7 +130,10 @@ def location_from_key(key: str, default_tenant: str) -> ObjectLocation:
 
     The key is the only source of the tenant: writers are granted their tenant's prefix, so the
     location is what the deployment vouches for, while metadata is whatever the writer says.
+    A key the database cannot store (a NUL) is refused too.
     """
+    if found := first_unstorable(key):
+        raise InvalidObjectKey(f"object key {key!r} holds {describe_unstorable(found[0])}; not ingested")
     parts = key.split("/")
     tenant_id = default_tenant
     if parts[0] == "tenants" and len(parts) >= 3:

@@ -9,8 +9,10 @@
   is still the object's current version (else a newer event owns the write). A removal
   likewise deletes rows only if the object is still gone once it holds the lock.
 - Permanent errors (a file that cannot be parsed, a value PostgreSQL refuses) become
-  ``failed`` documents with a readable error; transient ones (database, S3, embedding
-  provider: ``rag.errors.is_transient``) raise, so the message is retried.
+  ``failed`` documents with a readable error, stored whatever text it quotes (``rag.storable_text``);
+  transient ones (database, S3, embedding provider: ``rag.errors.is_transient``) raise, so the
+  message is retried. A key the database cannot store (a NUL) is rejected, like a key outside
+  ``projects/``.
 - No connection is held while the content is read, parsed and embedded.
 - A file too large to embed before ``embed_until`` saves the vectors it has (``ingest_checkpoints``)
   and raises ``ContinueLater``; the handler hands the event to a new invocation, which embeds only
@@ -36,6 +38,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from rag.errors import ContinueLater, InvalidObjectKey, ParseError, TransientError, is_transient
 from rag.events import ObjectChange, ObjectLocation, location_from_key
+from rag.storable_text import describe_unstorable, first_unstorable
 from rag.store import checkpoints
 from rag.store import documents as repo
 
@@ -156,7 +159,10 @@ class Ingestor:
             if not isinstance(exc, ParseError):
                 logger.warning("s3://%s/%s failed permanently", change.bucket, change.key, exc_info=True)
             error = describe_failure(exc)
-        result = self._write(source, lambda conn: repo.record_failure(conn, source, fields, error), "failed", 0)
+        try:
+            result = self._write(source, lambda conn: repo.record_failure(conn, source, fields, error), "failed", 0)
+        except repo.TenantConflict as exc:
+            return IngestResult("rejected", change.key, error=str(exc))
         return IngestResult(**{**result.__dict__, "error": error}) if result.outcome == "failed" else result
 
     def _prepare(
@@ -285,6 +291,8 @@ def describe_failure(exc: BaseException) -> str:
     if isinstance(exc, psycopg.Error):
         detail = exc.diag.message_primary or str(exc)
         return f"the database refused a value of this file ({exc.sqlstate or type(exc).__name__}): {detail}"
+    if isinstance(exc, UnicodeEncodeError) and (found := first_unstorable(exc.object[exc.start : exc.end])):
+        return f"the database refused a value of this file: it holds {describe_unstorable(found[0])}"
     return f"unexpected {type(exc).__name__} while processing this file: {exc}"
 
 

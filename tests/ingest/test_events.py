@@ -85,3 +85,9 @@ def test_tenant_and_project_come_from_the_key(key, tenant, project):
 def test_keys_outside_projects_are_rejected_not_guessed(key):
     with pytest.raises(InvalidObjectKey, match="not ingested"):
         location_from_key(key, "default")
+
+
+def test_a_key_holding_a_nul_is_rejected():
+    # S3 keys are any UTF-8; a NUL cannot be stored in the database, so the object is not ingested.
+    with pytest.raises(InvalidObjectKey, match=r"NUL character.*not ingested"):
+        location_from_key("projects/acme/a\x00b.txt", "default")

@@ -143,17 +143,79 @@ def test_a_file_over_the_limit_is_refused_from_its_size_without_being_read(s3, i
     assert db.execute("SELECT status FROM documents WHERE object_key = %s", (key,)).fetchone() == ("failed",)
 
 
-def test_a_stored_document_of_another_tenant_is_never_taken_over(s3, ingestor, db):
+@pytest.mark.parametrize("content", [V1, b"\x89PNG\r\n\x1a\n\x00\x00"], ids=["transcript", "unparseable"])
+def test_a_stored_document_of_another_tenant_is_never_taken_over(s3, ingestor, db, content):
     # A row written before tenants came from keys, under another tenant than the key now says.
     key = "projects/ops/legacy.txt"
     db.execute(
         "INSERT INTO documents (tenant_id, project_id, bucket, object_key, status) VALUES ('globex', 'ops', %s, %s, 'failed')",
         (BUCKET, key),
     )
-    s3.put_object(Bucket=BUCKET, Key=key, Body=V1)
+    s3.put_object(Bucket=BUCKET, Key=key, Body=content)
 
     result = ingestor.apply(ObjectChange("created", BUCKET, key))
 
     assert result.outcome == "rejected" and "another tenant" in result.error
     assert db.execute("SELECT tenant_id FROM documents WHERE object_key = %s", (key,)).fetchall() == [("globex",)]
     assert db.execute("SELECT count(*) FROM chunks").fetchone() == (0,)
+
+
+@pytest.mark.parametrize(
+    ("content", "expected_error"),
+    [
+        ('{"turns": [{"speaker": "A\\u0000B", "text": "hello there"}]}', "turns[0].speaker holds a NUL character"),
+        ('{"turns": [{"speaker": "A", "text": "hello there", "x\\u0000y": 1}]}', 'the key "x\\u0000y" of turns[0] holds a NUL'),
+        ('{"turns": [{"speaker": "A", "text": "\\ud800 hello there"}]}', "turns[0].text holds a lone surrogate (\\ud800)"),
+    ],
+)
+def test_text_no_database_can_store_ends_as_a_failed_document_through_the_queue(s3, db, local_embedder, content, expected_error):
+    from rag.aws import _client
+    from rag_local.lambdas import LocalContext, load_handler_module
+
+    from .events import s3_notification, sqs_batch
+
+    _client.cache_clear()  # boto3 clients must be created inside mock_aws
+    key = "projects/ops/hostile.json"
+    s3.put_object(Bucket=BUCKET, Key=key, Body=content.encode())
+
+    result = load_handler_module("ingest").lambda_handler(
+        sqs_batch(json.dumps(s3_notification(BUCKET, key))), LocalContext(function_name="ingest")
+    )
+
+    assert result == {"batchItemFailures": []}  # nothing to retry, nothing for the DLQ
+    status, error = db.execute("SELECT status, error FROM documents WHERE object_key = %s", (key,)).fetchone()
+    assert status == "failed" and error.startswith(f"hostile.json: {expected_error}")
+
+
+@pytest.mark.parametrize(
+    ("speaker", "title", "stored", "expected_error"),
+    [
+        ("A\x00B", "Standup", ("Standup", ["A\\u0000B"]), "NUL (0x00)"),
+        ("Ana", "T\ud800", ("T\\ud800", ["Ana"]), "it holds a lone surrogate (\\ud800): half of a UTF-16 pair"),
+    ],
+)
+def test_unstorable_text_a_parser_lets_through_still_ends_as_a_failed_document(
+    s3, ingestor, db, monkeypatch, speaker, title, stored, expected_error
+):
+    import rag.parsing
+    from rag.parsing.model import ParsedDocument, Turn
+
+    # GIVEN a parser that passes on text no database can store
+    def careless_parser(data: bytes, filename: str) -> ParsedDocument:
+        text = f"{speaker}: hello there"
+        return ParsedDocument("transcript", "json", text, [Turn(0, speaker, "hello there", 0, len(text))], title=title)
+
+    monkeypatch.setattr(rag.parsing, "parse_document", careless_parser)
+    key = "projects/ops/careless.json"
+    s3.put_object(Bucket=BUCKET, Key=key, Body=b"{}")
+
+    # WHEN the write refuses it
+    result = ingestor.apply(ObjectChange("created", BUCKET, key))
+
+    # THEN the file is a failed document (not a retry) whose error says what was refused
+    assert result.outcome == "failed"
+    status, error, *fields = db.execute(
+        "SELECT status, error, title, participants FROM documents WHERE object_key = %s", (key,)
+    ).fetchone()
+    assert status == "failed" and expected_error in error
+    assert tuple(fields) == stored

@@ -88,3 +88,31 @@ def test_a_json_file_never_falls_back_to_plain_text(data, message):
     with pytest.raises(ParseError) as raised:
         parse_document(data, "t.json")
     assert str(raised.value).startswith(message)
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ('{"turns": [{"speaker": "A\\u0000B", "text": "hello there"}]}', r"turns\[0\]\.speaker holds a NUL character"),
+        ('[{"speaker": "Ana", "text": "fine"}, {"speaker": "Ben", "text": "bad \\u0000 byte"}]', r"\[1\]\.text holds a NUL"),
+        ('{"turns": [{"speaker": "A", "text": "hi"}], "title": "Q\\u0000"}', r"title holds a NUL character"),
+        ('{"turns": [{"speaker": "A", "text": "hi"}], "participants": ["x", "P\\u0000"]}', r"participants\[1\] holds a NUL"),
+        ('{"turns": [{"speaker": "A", "text": "hi", "x\\u0000y": 1}]}', r'the key "x\\u0000y" of turns\[0\] holds a NUL'),
+        ('{"turns": [{"speaker": "A", "text": "hi"}], "notes\\u0000": {"a": 1}}', r'the key "notes\\u0000" holds a NUL'),
+        ('{"turns": [{"speaker": "A", "text": "\\ud800 hello"}]}', r"turns\[0\]\.text holds a lone surrogate \(\\ud800\)"),
+        ('{"turns": [{"speaker": "A", "text": "hi"}], "\\udfff": 1}', r'the key "\\udfff" holds a lone surrogate'),
+        ('{"turns": [{"speaker": "A", "text": "hi", "meta": {"deep": ["ok", "\\uDC00"]}}]}', r"meta\.deep\[1\] holds a lone"),
+    ],
+)
+def test_text_no_database_can_store_is_refused_naming_where_it_is(data, message):
+    with pytest.raises(ParseError, match=message) as raised:
+        parse_document(data.encode(), "bad.json")
+    error = str(raised.value)
+    assert error.startswith("bad.json: ")
+    assert "\x00" not in error and not any(0xD800 <= ord(c) <= 0xDFFF for c in error)  # the error itself is storable
+
+
+def test_escaped_characters_that_are_text_still_parse():
+    # A surrogate pair is one character; an escaped backslash before "u0000" is no NUL.
+    doc = parse_document(b'[{"speaker": "Ana", "text": "ship it \\ud83d\\ude80 \\\\u0000 done"}]', "ok.json")
+    assert doc.turns[0].text == "ship it \U0001f680 \\u0000 done"

@@ -126,3 +126,19 @@ def test_new_content_drops_the_old_backfill_and_starts_it_again(db):
     assert db.execute("SELECT count(*) FROM segments").fetchone() == (0,)
     assert db.execute("SELECT count(*) FROM decisions").fetchone() == (0,)
     assert db.execute("SELECT status, backfill_error, backfill_attempts FROM documents").fetchone() == ("raw_ingested", None, 0)
+
+
+def test_a_failure_is_recorded_whatever_its_error_and_fields_hold(db):
+    # An error quoting the file (a NUL, a lone surrogate, pages of it), fields taken from the same file.
+    error = "bad value 'A\x00B' and '\ud800' " + "x" * 20_000
+    fields = repo.DocumentFields(title="Q\x00 review", participants=["A\x00B", "\udfff", "Ben"])
+
+    document_id = repo.record_failure(db, source(), fields, error)
+
+    status, stored_error, title, participants = db.execute(
+        "SELECT status, error, title, participants FROM documents WHERE id = %s", (document_id,)
+    ).fetchone()
+    assert status == "failed"
+    assert stored_error.startswith("bad value 'A\\u0000B' and '\\ud800' xxx")
+    assert len(stored_error) == repo.MAX_ERROR_CHARS and stored_error.endswith("…")
+    assert (title, participants) == ("Q\\u0000 review", ["A\\u0000B", "\\udfff", "Ben"])

@@ -1,12 +1,15 @@
 """``.json`` transcripts: ``[{speaker, text, start?, end?}, ...]`` or ``{"turns": [...], title?, meeting_date?, participants?}``.
 
 Rendered as one ``Speaker: text`` line per item. Every item is a turn, even one with
-empty text, so turn i is always the i-th item of the file's list.
+empty text, so turn i is always the i-th item of the file's list. A ``\u0000`` or a lone
+surrogate escape anywhere in the file (a value or a key) is refused, naming where: no
+database text can hold it.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from datetime import date
 from typing import Any
 
@@ -15,9 +18,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from rag.errors import ParseError
 from rag.parsing.model import ParsedDocument
 from rag.parsing.turns import UNKNOWN, render_turns
+from rag.storable_text import describe_unstorable, first_unstorable
 
 SHAPE = 'a list of {"speaker", "text", "start"?, "end"?} turns or {"turns": [...]}'
 MAX_REPORTED_ERRORS = 3
+# The escapes that decode to a NUL or a surrogate: the decoded text holds neither otherwise.
+UNSTORABLE_ESCAPE = re.compile(r"\\u(?:0000|[dD][89a-fA-F][0-9a-fA-F]{2})")
 
 
 class JsonTurn(BaseModel):
@@ -58,7 +64,27 @@ def parse_json_text(text: str, name: str) -> ParsedDocument:
         raise ParseError(f"{name}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from exc
     except RecursionError as exc:
         raise ParseError(f"{name}: JSON nested too deeply; expected {SHAPE}") from exc
+    if UNSTORABLE_ESCAPE.search(text):
+        refuse_unstorable(value, name)
     return parse_json_turns(value, name)
+
+
+def refuse_unstorable(value: Any, name: str) -> None:
+    """ParseError naming the first string or key (``turns[3].speaker``) holding a NUL or a lone surrogate."""
+    pending: list[tuple[Any, str]] = [(value, "")]
+    while pending:  # a stack, not recursion: as deep as json.loads allows
+        item, path = pending.pop()
+        if isinstance(item, str):
+            if found := first_unstorable(item):
+                raise ParseError(f"{name}: {path or 'the top-level value'} holds {describe_unstorable(found[0])}")
+        elif isinstance(item, dict):
+            for key in item:
+                if found := first_unstorable(key):
+                    where = f" of {path}" if path else ""
+                    raise ParseError(f"{name}: the key {json.dumps(key)}{where} holds {describe_unstorable(found[0])}")
+            pending.extend((item[key], f"{path}.{key}" if path else key) for key in reversed(list(item)))
+        elif isinstance(item, list):
+            pending.extend((element, f"{path}[{i}]") for i, element in reversed(list(enumerate(item))))
 
 
 def parse_json_turns(value: Any, name: str) -> ParsedDocument:

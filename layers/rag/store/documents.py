@@ -9,6 +9,7 @@ from datetime import date
 from typing import TYPE_CHECKING, Any, cast
 from uuid import UUID
 
+from rag.storable_text import storable
 from rag.store import keyword_index
 
 if TYPE_CHECKING:
@@ -61,6 +62,9 @@ class DocumentFields:
     meeting_date: date | None = None
     participants: list[str] = field(default_factory=list)
 
+
+# A failed document's error is read by people: a few lines, never a whole file it may quote.
+MAX_ERROR_CHARS = 2000
 
 # New content starts the backfill afresh: no error or attempts carried over from the old one.
 _BACKFILL_RESET = {"backfill_error": None, "backfill_attempts": 0}
@@ -178,7 +182,11 @@ def copy_chunks(
 
 
 def record_failure(conn: psycopg.Connection, source: SourceObject, fields: DocumentFields, error: str) -> UUID:
-    """Keep an unparseable file visible as a ``failed`` document with its error (its old chunks go)."""
+    """Keep an unparseable file visible as a ``failed`` document with its error (its old chunks go).
+
+    Whatever the error and fields hold is stored: they may quote the very text the database
+    refused (a NUL, a lone surrogate: written as ``\\uXXXX``), and the error is cut to ``MAX_ERROR_CHARS``.
+    """
     with conn.transaction():
         document_id = _upsert_document(
             conn,
@@ -186,15 +194,15 @@ def record_failure(conn: psycopg.Connection, source: SourceObject, fields: Docum
             {
                 "kind": None,
                 "format": None,
-                "title": fields.title,
+                "title": storable(fields.title) if fields.title is not None else None,
                 "meeting_date": fields.meeting_date,
-                "participants": fields.participants,
+                "participants": [storable(name) for name in fields.participants],
                 "body": None,
                 "turns": None,
                 "status": "failed",
                 "embedding_model": None,
                 "chunk_count": 0,
-                "error": error,
+                "error": storable(error, MAX_ERROR_CHARS),
                 **_BACKFILL_RESET,
             },
         )
