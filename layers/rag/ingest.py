@@ -7,7 +7,9 @@
 - The database ends at the object's latest version whatever order events arrive in: every
   write takes a per-key lock and, inside that transaction, checks with S3 that what it read
   is still the object's current version (else a newer event owns the write). A removal
-  likewise deletes rows only if the object is still gone once it holds the lock.
+  likewise deletes rows only if the object is still gone once it holds the lock. If it is not,
+  and S3's current version is not the stored one (the newest version or a delete marker was
+  deleted, so an earlier version is current again), that version is ingested as on a creation.
 - Permanent errors (a file that cannot be parsed, a value PostgreSQL refuses) become
   ``failed`` documents with a readable error, stored whatever text it quotes (``rag.storable_text``);
   transient ones (database, S3, embedding provider: ``rag.errors.is_transient``) raise, so the
@@ -91,21 +93,28 @@ class Ingestor:
         except InvalidObjectKey as exc:
             return IngestResult("rejected", change.key, error=str(exc))
         if change.action == "removed":
-            result = self._remove(change)
+            result = self._remove(change, location, embed_until)
         else:
             result = self._ingest(change, location, embed_until)
         return IngestResult(**{**result.__dict__, "seconds": time.perf_counter() - started})
 
-    def _remove(self, change: ObjectChange) -> IngestResult:
+    def _remove(self, change: ObjectChange, location: ObjectLocation, embed_until: float | None) -> IngestResult:
         with self.connections() as conn, conn.transaction():
             repo.lock_object(conn, change.bucket, change.key)
             # Checked under the lock: a creation racing this removal either wrote before (and the
             # object exists: keep it) or waits for the lock and then finds the object again.
-            if self._current_version(change) is not None:
-                return IngestResult("skipped", change.key, error="object exists again; its creation event ingests it")
-            document_id = repo.delete_by_key(conn, change.bucket, change.key)
-            checkpoints.clear(conn, change.bucket, change.key)
-        return IngestResult("deleted", change.key, document_id=str(document_id) if document_id else None)
+            current = self._current_version(change)
+            if current is None:
+                document_id = repo.delete_by_key(conn, change.bucket, change.key)
+                checkpoints.clear(conn, change.bucket, change.key)
+                return IngestResult("deleted", change.key, document_id=str(document_id) if document_id else None)
+            existing = repo.find_by_key(conn, change.bucket, change.key)
+        if existing is not None and _same_version(current, existing.version_id, existing.etag):
+            return IngestResult("skipped", change.key, error="the object exists and its document is its current version")
+        # S3 serves another version than the stored one: the newest version (or a delete marker) was
+        # deleted, and the previous one is current again. Ingested as a creation would be, with the
+        # same lock and version checks (released above: the write takes the lock itself).
+        return self._ingest(ObjectChange("created", change.bucket, change.key), location, embed_until)
 
     def _ingest(self, change: ObjectChange, location: ObjectLocation, embed_until: float | None) -> IngestResult:
         fetched = self._get_object(change)
@@ -223,7 +232,7 @@ class Ingestor:
         with self.connections() as conn, conn.transaction():
             repo.lock_object(conn, source.bucket, source.key)
             current = self._current_version(ObjectChange("created", source.bucket, source.key))
-            if current is None or not _same_version(current, source):
+            if current is None or not _same_version(current, source.version_id, source.etag):
                 return IngestResult(
                     "superseded", source.key, error="the object changed or went while this event was handled; "
                     "the event of its newer state writes it"
@@ -263,12 +272,13 @@ def _etag(head: dict[str, Any]) -> str | None:
     return (head.get("ETag") or "").strip('"') or None
 
 
-def _same_version(current: dict[str, Any], source: repo.SourceObject) -> bool:
-    """Versioned buckets compare version ids; unversioned ones the ETag (same bytes, same ETag)."""
+def _same_version(current: dict[str, Any], version_id: str | None, etag: str | None) -> bool:
+    """Whether HEAD's ``current`` is that version: versioned buckets compare version ids; unversioned
+    ones the ETag (same bytes, same ETag)."""
     version = current.get("VersionId")
-    if version and version != "null" and source.version_id:
-        return bool(version == source.version_id)
-    return _etag(current) == source.etag
+    if version and version != "null" and version_id:
+        return bool(version == version_id)
+    return _etag(current) == etag
 
 
 def _is_unique_violation(exc: BaseException) -> bool:

@@ -16,11 +16,14 @@ def load(name: str) -> dict[str, Any]:
     return json.loads((EVENTS / name).read_text())
 
 
-def s3_notification(bucket: str, key: str, *, removed: bool = False) -> dict[str, Any]:
+def s3_notification(bucket: str, key: str, *, removed: bool = False, version_id: str | None = None) -> dict[str, Any]:
+    """``ObjectCreated:Put`` or ``ObjectRemoved:Delete``; with ``version_id``, of that version (a versioned bucket)."""
     event = load("s3_object_removed.json" if removed else "s3_object_created.json")
     event["Records"][0]["s3"]["bucket"]["name"] = bucket
     event["Records"][0]["s3"]["bucket"]["arn"] = f"arn:aws:s3:::{bucket}"
     event["Records"][0]["s3"]["object"]["key"] = quote_plus(key)  # S3 URL-encodes keys
+    if version_id is not None:
+        event["Records"][0]["s3"]["object"]["versionId"] = version_id
     return event
 
 

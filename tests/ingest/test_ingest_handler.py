@@ -119,10 +119,53 @@ def test_a_deleted_object_removes_its_rows(s3, handler, db):
 def test_a_removed_event_for_a_key_that_exists_again_keeps_the_document(s3, handler, db):
     s3.put_object(Bucket=BUCKET, Key=KEY, Body=TRANSCRIPT.encode())
     deliver(handler, s3_notification(BUCKET, KEY))
+    before = rows(db)
 
     deliver(handler, s3_notification(BUCKET, KEY, removed=True))  # stale: the object is still there
 
-    assert len({row[0] for row in rows(db)}) == 1
+    assert rows(db) == before  # same chunk ids: nothing rewritten
+
+
+def stored_version(db) -> list[tuple]:
+    return db.execute(
+        "SELECT d.s3_version_id, d.status, c.content FROM documents d JOIN chunks c ON c.document_id = d.id ORDER BY c.chunk_index"
+    ).fetchall()
+
+
+# moto sends no notification when a version is deleted (nor for delete markers): the events are
+# built here in S3's shape, ObjectRemoved:Delete naming the deleted version.
+def test_deleting_the_newest_version_brings_the_previous_one_back_into_search(s3, handler, db):
+    old_text, new_text = "Maya: The launch stays in March.\nJonas: Agreed.", "Maya: The launch moves to May.\nJonas: Fine."
+    old = s3.put_object(Bucket=BUCKET, Key=KEY, Body=old_text.encode())["VersionId"]
+    deliver(handler, s3_notification(BUCKET, KEY))
+    new = s3.put_object(Bucket=BUCKET, Key=KEY, Body=new_text.encode())["VersionId"]
+    deliver(handler, s3_notification(BUCKET, KEY))
+    assert stored_version(db) == [(new, "raw_ingested", new_text)]
+
+    # WHEN the newest version is deleted (S3 now serves the previous one)
+    s3.delete_object(Bucket=BUCKET, Key=KEY, VersionId=new)
+    assert s3.get_object(Bucket=BUCKET, Key=KEY)["VersionId"] == old
+    result = deliver(handler, s3_notification(BUCKET, KEY, removed=True, version_id=new))
+
+    # THEN the database follows S3: the previous version is what search finds
+    assert result == {"batchItemFailures": []}
+    assert stored_version(db) == [(old, "raw_ingested", old_text)]
+
+
+def test_deleting_a_delete_marker_brings_the_object_back(s3, handler, db):
+    s3.put_object(Bucket=BUCKET, Key=KEY, Body=TRANSCRIPT.encode())
+    deliver(handler, s3_notification(BUCKET, KEY))
+    marker = s3.delete_object(Bucket=BUCKET, Key=KEY)["VersionId"]
+    deliver(handler, s3_notification(BUCKET, KEY, removed=True, version_id=marker))
+    assert rows(db) == []
+
+    # WHEN the delete marker is deleted (the object is restored)
+    s3.delete_object(Bucket=BUCKET, Key=KEY, VersionId=marker)
+    deliver(handler, s3_notification(BUCKET, KEY, removed=True, version_id=marker))
+
+    # THEN it is searchable again
+    current = s3.head_object(Bucket=BUCKET, Key=KEY)["VersionId"]
+    assert {row[:2] for row in stored_version(db)} == {(current, "raw_ingested")}
 
 
 def test_a_poison_message_fails_alone_and_the_rest_of_the_batch_is_committed(s3, handler, db):

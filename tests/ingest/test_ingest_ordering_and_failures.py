@@ -76,6 +76,30 @@ def test_a_creation_read_before_a_delete_does_not_bring_the_document_back(s3, in
     assert db.execute("SELECT count(*) FROM documents").fetchone() == (0,)
 
 
+def test_a_version_brought_back_by_a_deletion_never_overwrites_a_newer_upload(s3, ingestor, db):
+    # GIVEN v2 was ingested, then deleted: S3 serves v1 again, and the removal re-ingests it...
+    v1 = s3.put_object(Bucket=BUCKET, Key=KEY, Body=V1)["VersionId"]
+    v2 = s3.put_object(Bucket=BUCKET, Key=KEY, Body=V2)["VersionId"]
+    assert ingestor.apply(ObjectChange("created", BUCKET, KEY)).outcome == "ingested"
+    s3.delete_object(Bucket=BUCKET, Key=KEY, VersionId=v2)
+    results = {}
+    v3_body = b"Ana: Version three settles on Thursday.\nBen: Thursday it is."
+
+    def newer_upload_lands() -> None:
+        # ...but while it embeds v1, v3 is uploaded and its creation event ingests it
+        s3.put_object(Bucket=BUCKET, Key=KEY, Body=v3_body)
+        results["creation"] = ingestor.apply(ObjectChange("created", BUCKET, KEY))
+
+    ingestor.s3.after_get = newer_upload_lands
+
+    results["removal"] = ingestor.apply(ObjectChange("removed", BUCKET, KEY, version_id=v2))
+
+    # THEN the removal stands aside and the database holds v3, S3's latest
+    assert (results["creation"].outcome, results["removal"].outcome) == ("ingested", "superseded")
+    latest = s3.head_object(Bucket=BUCKET, Key=KEY)["VersionId"]
+    assert latest != v1 and stored(db) == [(latest, v3_body.decode())]
+
+
 def test_racing_invocations_on_one_key_end_at_the_latest_version(s3, ingestor, db):
     # Five invocations (the event source's parallelism) each handle one upload of the same key.
     bodies = [f"Ana: Revision {i} of the plan, with item {i}.\nBen: Noted {i}.".encode() for i in range(5)]

@@ -52,6 +52,8 @@ class StoredDocument:
     status: str
     embedding_model: str | None
     chunk_count: int
+    version_id: str | None = None  # the S3 version (or, unversioned, the ETag) its rows were made from
+    etag: str | None = None
 
 
 @dataclass(frozen=True)
@@ -72,7 +74,7 @@ _BACKFILL_RESET = {"backfill_error": None, "backfill_attempts": 0}
 
 def find_by_key(conn: psycopg.Connection, bucket: str, key: str) -> StoredDocument | None:
     row = conn.execute(
-        """SELECT id, tenant_id, project_id, content_sha256, status, embedding_model, chunk_count
+        """SELECT id, tenant_id, project_id, content_sha256, status, embedding_model, chunk_count, s3_version_id, etag
            FROM documents WHERE bucket = %s AND object_key = %s""",
         (bucket, key),
     ).fetchone()
