@@ -12,9 +12,9 @@ import sys
 from types import ModuleType
 
 from rag.config import Settings, get_settings
-from rag_local.commands import ask, backfill, evaluate, fail, ingest, mcp, migrate, query_api, services
+from rag_local.commands import ask, backfill, evaluate, fail, ingest, mcp, migrate, query_api, services, smoke
 
-COMMANDS: tuple[ModuleType, ...] = (services, migrate, ingest, backfill, query_api, evaluate, ask, mcp)
+COMMANDS: tuple[ModuleType, ...] = (services, migrate, ingest, backfill, query_api, evaluate, ask, mcp, smoke)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -39,7 +39,8 @@ def _use_local_aws(settings: Settings) -> Settings:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    settings = _use_local_aws(get_settings())
+    # Every command but `rag smoke` against AWS (its `--local` sets local_aws) talks to the local moto server.
+    settings = _use_local_aws(get_settings()) if getattr(args, "local_aws", True) else get_settings()
     try:
         return args.func(args, settings)
     except KeyboardInterrupt:

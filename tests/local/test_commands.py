@@ -39,6 +39,7 @@ def test_rag_help_lists_the_commands_in_their_order():
         "eval",
         "ask",
         "mcp",
+        "smoke",
     ]
     assert list(choices) == expected
 
