@@ -2,10 +2,15 @@
 
 A NAT gateway (and public subnets for it) exists only when a provider outside AWS (OpenAI) is configured: one per AZ
 with ``nat_gateway_per_az`` (prod), else one for all. Costs and choices: infra/README.md, "Network and cost".
+
+An interface endpoint fails to create in an AZ where its service is not offered (Bedrock Runtime is not in every AZ).
+With an account and region (``cdk deploy`` sets them from the credentials) CDK looks up the AZs each service is offered
+in and the endpoint goes only to those of the VPC's AZs; an environment-agnostic synthesis cannot look up and warns.
 """
 
 from __future__ import annotations
 
+import aws_cdk as cdk
 from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
@@ -71,6 +76,10 @@ class Network(Construct):
         endpoints = dict(INTERFACE_ENDPOINTS)
         if not config.uses_bedrock:
             del endpoints["BedrockRuntime"]  # about $15 a month (two AZs) for a service this stage never calls
+        # The lookup (an EC2 DescribeVpcEndpointServices by the CDK CLI, kept in cdk.context.json) needs the
+        # account and region; offline it is recorded as missing context and the CLI performs it before deploying.
+        stack = cdk.Stack.of(self)
+        look_up_zones = not (cdk.Token.is_unresolved(stack.account) or cdk.Token.is_unresolved(stack.region))
         for name, service in endpoints.items():
             self.vpc.add_interface_endpoint(
                 f"{name}Endpoint",
@@ -79,4 +88,14 @@ class Network(Construct):
                 security_groups=[endpoints_sg],
                 private_dns_enabled=True,
                 open=False,  # the rule above, with a literal CIDR (CDK's own uses a token cdk-nag cannot read)
+                # Functions in an AZ without the endpoint reach it in another AZ (its private DNS name).
+                lookup_supported_azs=look_up_zones,
+            )
+        if not look_up_zones:
+            cdk.Annotations.of(self).add_warning_v2(
+                "meeting-rag:endpoint-zones-unchecked",
+                "the availability zones of the interface endpoints (" + ", ".join(endpoints) + ") are not checked: "
+                "this synthesis has no account and region, and an endpoint fails to create in an AZ that does not offer "
+                "its service. Deploy with cdk deploy (it sets the account and region of your credentials and looks "
+                "the zones up), or set CDK_DEFAULT_ACCOUNT and CDK_DEFAULT_REGION",
             )

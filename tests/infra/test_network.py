@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import json
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
-from tests.infra.conftest import Synthesized, resolve_strings
+import pytest
+from aws_cdk.assertions import Annotations, Match
+
+from tests.infra.conftest import Synthesized, resolve_strings, synthesize
 
 PROTOCOL_NAMES = {"6": "tcp", "17": "udp", "1": "icmp", "58": "icmpv6"}
 PEER_KEYS = (
@@ -145,3 +150,73 @@ def test_production_has_one_nat_gateway_per_availability_zone(dev: Synthesized, 
         ]  # fmt: skip
         nat = resources[route["NatGatewayId"]["Ref"]]["Properties"]
         assert _availability_zone(prod, nat["SubnetId"]) == _availability_zone(prod, {"Ref": name})
+
+
+# --- where the interface endpoints go ---------------------------------------------------------------------------
+
+ACCOUNT, REGION = "111111111111", "us-east-1"
+REGION_AZS = ["us-east-1a", "us-east-1b", "us-east-1c"]
+
+
+def endpoint_zones(result: Synthesized) -> dict[str, set[str]]:
+    """Each interface endpoint's service (last part of its name) -> the AZs of its subnets."""
+    return {
+        resolve_strings(e["Properties"]["ServiceName"]).split(".")[-1]: {
+            _availability_zone(result, subnet) for subnet in e["Properties"]["SubnetIds"]
+        }
+        for e in result.resources("AWS::EC2::VPCEndpoint").values()
+        if e["Properties"]["VpcEndpointType"] == "Interface"
+    }
+
+
+def synthesize_in(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, context: dict[str, Any] | None = None) -> Synthesized:
+    # What `cdk deploy` does: the CLI sets the account and region of the credentials, then runs the app.
+    monkeypatch.setenv("CDK_DEFAULT_ACCOUNT", ACCOUNT)
+    monkeypatch.setenv("CDK_DEFAULT_REGION", REGION)
+    return synthesize("dev", tmp_path, context)
+
+
+def missing_context(result: Synthesized) -> dict[str, str]:
+    """The lookups the synthesis left for the CDK CLI: key -> provider."""
+    manifest = json.loads((result.outdir / "manifest.json").read_text())
+    return {m["key"]: m["provider"] for m in manifest.get("missing", [])}
+
+
+def test_an_environment_agnostic_synthesis_cannot_check_the_zones_and_says_so(dev: Synthesized) -> None:
+    # No account and region (a unit synthesis, `cdk synth` without credentials): nothing to look up, the endpoints
+    # take every function subnet, and the stack warns that a deploy must come from a synthesis with an environment.
+    zones = endpoint_zones(dev)
+    assert set(zones) == {"sqs", "secretsmanager", "bedrock-runtime"}
+    assert all(len(azs) == dev.config.max_azs for azs in zones.values()), zones
+    Annotations.from_stack(dev.stack).has_warning(
+        "/MeetingRag-dev/Network", Match.string_like_regexp("availability zones of the interface endpoints.*not checked")
+    )
+
+
+def test_offline_with_an_environment_the_zone_lookups_are_left_to_the_cli(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Offline, a lookup has no answer: CDK records it as missing context and synthesizes with placeholders; the CDK
+    # CLI (cdk synth/deploy) performs the lookups, stores them in cdk.context.json and synthesizes again.
+    result = synthesize_in(tmp_path, monkeypatch)
+    lookups = missing_context(result)
+    services = {key.rsplit(".", 1)[-1] for key, provider in lookups.items() if provider == "endpoint-service-availability-zones"}
+    assert services == {"sqs", "secretsmanager", "bedrock-runtime"}
+    assert f"availability-zones:account={ACCOUNT}:region={REGION}" in lookups
+
+
+def test_the_bedrock_endpoint_goes_only_to_zones_that_offer_the_service(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # GIVEN the answers the CLI's lookups give (cdk.context.json): Bedrock Runtime is not offered in us-east-1a
+    first = synthesize_in(tmp_path / "first", monkeypatch)
+    offered = {"sqs": REGION_AZS, "secretsmanager": REGION_AZS, "bedrock-runtime": REGION_AZS[1:]}
+    context = {
+        key: (REGION_AZS if provider == "availability-zones" else offered[key.rsplit(".", 1)[-1]])
+        for key, provider in missing_context(first).items()
+    }
+    # WHEN the app is synthesized with them
+    result = synthesize_in(tmp_path / "second", monkeypatch, context)
+    # THEN the VPC spans the first two AZs, and the endpoint of Bedrock only the one of them that offers it
+    assert missing_context(result) == {}
+    assert endpoint_zones(result) == {"sqs": {"us-east-1a", "us-east-1b"}, "secretsmanager": {"us-east-1a", "us-east-1b"},
+                                      "bedrock-runtime": {"us-east-1b"}}  # fmt: skip
+    Annotations.from_stack(result.stack).has_no_warning("/MeetingRag-dev/Network", Match.any_value())
