@@ -3,15 +3,25 @@
 The caller's identity is an API key (``Authorization: Bearer <key>``), mapped to a
 tenant by ``RAG_API_KEYS``; it becomes the JWT authorizer context API Gateway would
 pass, so the handler sees exactly what it sees in AWS. No or an unknown key: no
-authorizer context, and the handler answers 401. A client silent for ``timeout`` seconds,
-or slower than that with its whole body, is answered 408 (if it still listens) and dropped.
+authorizer context, and the handler answers 401.
+
+Hostile clients are bounded, each request as a whole, not each read: a request head (request
+line and headers) not in within ``timeout`` seconds, or a body not in within ``timeout`` seconds
+more, is answered 408 (if it still listens) and dropped, so a client sending a byte now and then
+holds nothing for long; a connection that sent nothing is closed after ``timeout`` seconds
+without an answer (an idle keep-alive connection). At most ``max_connections`` connections are
+served at once (a thread each); one more is answered 503 at once and closed, so a flood of idle
+connections cannot exhaust the process.
 """
 
 from __future__ import annotations
 
 import base64
+import io
 import json
 import logging
+import socket
+import threading
 import time
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -24,6 +34,7 @@ from rag_local.lambdas import LocalContext
 logger = logging.getLogger("rag.api")
 MAX_BODY_BYTES = 6 * 1024 * 1024  # Lambda's synchronous payload limit
 CLIENT_TIMEOUT_SECONDS = 30.0  # API Gateway's own limit on an integration is 30 s
+MAX_CONNECTIONS = 64  # connections served at once, a thread each
 
 
 def error_body(code: str, message: str) -> str:
@@ -81,8 +92,57 @@ def http_api_event(
     return event
 
 
-def make_server(settings: Settings, port: int | None = None, *, timeout: float = CLIENT_TIMEOUT_SECONDS) -> ThreadingHTTPServer:
-    """The server on 127.0.0.1; a client silent for ``timeout`` s, or slower than that with its body, is dropped."""
+class DeadlineReader(io.RawIOBase):
+    """A connection's reads; while a ``deadline`` is set, each read waits only for what is left of it.
+
+    A per-read timeout alone lets a client that sends a byte every few seconds hold its
+    connection forever; the deadline bounds a whole request head, or a whole body.
+    """
+
+    def __init__(self, connection: socket.socket, timeout: float) -> None:
+        super().__init__()
+        self.connection = connection
+        self.timeout = timeout  # each read's own bound, outside a deadline
+        self.deadline: float | None = None  # a time.monotonic() instant
+        self.received = 0  # bytes read since the deadline was set
+        self.expired = False  # a read ran into the deadline
+
+    def start(self, seconds: float) -> None:
+        self.deadline, self.received, self.expired = time.monotonic() + seconds, 0, False
+
+    def stop(self) -> None:
+        self.deadline = None
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        if self.deadline is not None:
+            left = self.deadline - time.monotonic()
+            if left <= 0:
+                self.expired = True
+                raise TimeoutError("the deadline passed")
+            self.connection.settimeout(min(left, self.timeout))
+        try:
+            count = self.connection.recv_into(buffer)
+        except TimeoutError:
+            self.expired = self.deadline is not None
+            raise
+        finally:
+            self.connection.settimeout(self.timeout)
+        self.received += count
+        return count
+
+
+def make_server(
+    settings: Settings,
+    port: int | None = None,
+    *,
+    timeout: float = CLIENT_TIMEOUT_SECONDS,
+    max_connections: int = MAX_CONNECTIONS,
+) -> ThreadingHTTPServer:
+    """The server on 127.0.0.1: ``timeout`` bounds a request's head and its body (each as a whole),
+    ``max_connections`` the connections served at once (see the module's docstring)."""
     from rag_local.lambdas import load_handler_module
 
     handler = load_handler_module("query").lambda_handler
@@ -90,8 +150,32 @@ def make_server(settings: Settings, port: int | None = None, *, timeout: float =
     client_timeout = timeout
 
     class Handler(BaseHTTPRequestHandler):
-        # Every socket read and write times out: a silent client cannot hold a thread forever.
+        # Every socket read and write times out; reads within a head or a body also by a deadline.
         timeout = client_timeout
+        reader: DeadlineReader
+
+        def setup(self) -> None:
+            super().setup()
+            buffered = self.rfile
+            self.reader = DeadlineReader(self.connection, client_timeout)
+            self.rfile = io.BufferedReader(self.reader)
+            buffered.close()  # (it holds a reference that would keep the socket open after close)
+
+        def handle_one_request(self) -> None:
+            self.reader.start(client_timeout)  # the head: from now (idle keep-alive time included)
+            super().handle_one_request()  # a timeout in the head ends it quietly, the connection to be closed
+            if self.reader.deadline is not None and self.reader.expired:
+                self.close_connection = True
+                if self.reader.received:  # a request was begun: say why it ends (an idle connection just closes)
+                    self.requestline, self.request_version, self.command = "", "HTTP/1.1", ""
+                    message = f"expected the request line and headers within {client_timeout:g} s"
+                    self._refuse(408, "request_timeout", message)
+            self.reader.stop()
+
+        def parse_request(self) -> bool:
+            parsed = super().parse_request()
+            self.reader.stop()  # the head is in
+            return parsed
 
         def log_message(self, fmt: str, *args: Any) -> None:
             logger.info("%s %s", self.address_string(), fmt % args)
@@ -129,28 +213,24 @@ def make_server(settings: Settings, port: int | None = None, *, timeout: float =
 
         def _read_body(self, length: int) -> bytes | None:
             """The body, or None when it did not all arrive within ``timeout`` s (the connection is then dropped)."""
-            deadline = time.monotonic() + self.timeout
             chunks: list[bytes] = []
             received, timed_out = 0, False
-            while received < length:
-                left = deadline - time.monotonic()
-                timed_out = left <= 0
-                if timed_out:
-                    break
-                # The deadline bounds the whole body: a byte now and then would pass a per-read timeout.
-                self.connection.settimeout(min(left, self.timeout))
-                try:
-                    chunk = self.rfile.read1(min(length - received, 1 << 16))
-                except TimeoutError:
-                    timed_out = True
-                    break
-                if not chunk:
-                    break  # the client closed its side before the end of the body
-                chunks.append(chunk)
-                received += len(chunk)
-            self.connection.settimeout(self.timeout)
+            self.reader.start(client_timeout)  # the whole body: a byte now and then would pass a per-read timeout
+            try:
+                while received < length:
+                    try:
+                        chunk = self.rfile.read1(min(length - received, 1 << 16))
+                    except TimeoutError:
+                        timed_out = True
+                        break
+                    if not chunk:
+                        break  # the client closed its side before the end of the body
+                    chunks.append(chunk)
+                    received += len(chunk)
+            finally:
+                self.reader.stop()
             if timed_out:
-                message = f"expected the {length}-byte body within {self.timeout:g} s, got {received} bytes"
+                message = f"expected the {length}-byte body within {client_timeout:g} s, got {received} bytes"
                 self._refuse(408, "request_timeout", message)
                 return None
             if received < length:
@@ -184,10 +264,59 @@ def make_server(settings: Settings, port: int | None = None, *, timeout: float =
                 return self._serve
             raise AttributeError(name)
 
-    return LocalApiServer(("127.0.0.1", settings.local_api_port if port is None else port), Handler)
+    return LocalApiServer(("127.0.0.1", settings.local_api_port if port is None else port), Handler, max_connections)
+
+
+BUSY_BODY = error_body("too_many_connections", "the server has as many connections as it serves at once; retry shortly").encode()
+BUSY_RESPONSE = (
+    b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: 1\r\nConnection: close\r\n"
+    + f"Content-Length: {len(BUSY_BODY)}\r\n\r\n".encode()
+    + BUSY_BODY
+)
 
 
 class LocalApiServer(ThreadingHTTPServer):
+    """A thread per connection, at most ``max_connections`` of them; the others are answered 503 at once."""
+
     # socketserver's listen backlog is 5: with dozens of clients connecting at once the kernel
     # drops the rest and they see a connection reset before any request is read.
     request_queue_size = 128
+
+    def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler], max_connections: int) -> None:
+        super().__init__(address, handler)
+        self.max_connections = max_connections
+        self._slots = threading.BoundedSemaphore(max_connections)
+        self._refusing = False  # (logged once per busy spell)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self._slots.acquire(blocking=False):
+            self._refuse_busy(request, client_address)
+            return
+        self._refusing = False
+        try:
+            super().process_request(request, client_address)  # the connection's thread
+        except BaseException:
+            self._slots.release()
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()
+
+    def _refuse_busy(self, request: socket.socket, client_address: Any) -> None:
+        """503 and close, from the accepting thread: never waits on the client."""
+        if not self._refusing:
+            self._refusing = True
+            logger.warning("%d connections open: answering new ones 503 until one ends (from %s)",
+                           self.max_connections, client_address[0])  # fmt: skip
+        request.setblocking(False)
+        try:
+            request.send(BUSY_RESPONSE)  # a fresh socket's send buffer takes it whole
+            request.shutdown(socket.SHUT_WR)
+            while request.recv(65536):  # what the client sent already: unread, closing would reset the connection
+                pass
+        except OSError:
+            pass  # nothing more to read now, or the client is gone
+        self.shutdown_request(request)

@@ -1,4 +1,4 @@
-"""``rag serve``'s HTTP server against hostile clients: bad Content-Length, silence, trickled bodies.
+"""``rag serve``'s HTTP server against hostile clients: bad Content-Length, silence, trickled heads and bodies, floods.
 
 Raw sockets, because an HTTP client library would not send what these tests send. A hang
 is the bug here, so every read waits at most ``PATIENCE`` seconds and then fails the test.
@@ -125,15 +125,57 @@ def test_a_body_trickled_a_byte_at_a_time_is_cut_at_the_deadline(address):
     assert sent < len(body)
 
 
+def test_a_silent_connection_is_closed_without_an_answer(address):
+    with connect(address) as sock:
+        assert read_until_closed(sock) == b""  # closed by the server (an idle keep-alive connection), not by our patience
+
+
 @pytest.mark.parametrize(
     "partial",
-    [b"", b"GET /v1/openapi.json HTTP/1.1\r\n", b"GET /v1/openapi.json HTTP/1.1\r\nHost: 127.0.0.1\r\n"],
-    ids=["nothing", "request-line", "headers-unfinished"],
+    [b"GET /v1/openapi.json HTTP/1.1\r\n", b"GET /v1/openapi.json HTTP/1.1\r\nHost: 127.0.0.1\r\n"],
+    ids=["request-line", "headers-unfinished"],
 )
-def test_a_silent_client_is_disconnected(address, partial):
+def test_a_head_that_stops_short_is_answered_408_and_dropped(address, partial):
     with connect(address) as sock:
         sock.sendall(partial)
-        assert read_until_closed(sock) == b""  # closed by the server, not by this test's patience
+        status, headers, body = parse(read_until_closed(sock))
+    assert status == 408 and headers["connection"] == "close"
+    assert body["error"] == {
+        "code": "request_timeout",
+        "message": f"expected the request line and headers within {SERVER_TIMEOUT:g} s",
+    }
+
+
+def test_a_head_trickled_a_byte_at_a_time_is_cut_while_others_are_served(address):
+    # GIVEN a client sending its headers a byte at a time, each byte well within the per-read timeout
+    header = b"X-Slow: " + b"x" * 200 + b"\r\n"
+    answers: list[int] = []
+    with connect(address) as sock:
+        sock.sendall(b"GET /v1/openapi.json HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+        sock.setblocking(False)
+        sent = 0
+        while sent < len(header):
+            try:
+                if sock.recv(1, socket.MSG_PEEK):
+                    break  # the server answered before the end of the head
+            except BlockingIOError:
+                pass
+            try:
+                sock.send(header[sent : sent + 1])
+            except (BrokenPipeError, ConnectionResetError):
+                break
+            sent += 1
+            if sent % 3 == 1:  # WHEN another client asks meanwhile, it is answered
+                answers.append(request(address, "GET /v1/openapi.json HTTP/1.1\r\nHost: 127.0.0.1\r\n")[0])
+            time.sleep(SERVER_TIMEOUT * 0.3)
+        sock.setblocking(True)
+        sock.settimeout(PATIENCE)
+        status, _, body = parse(read_until_closed(sock))
+
+    # THEN the trickling client is answered 408 long before its head is complete; the others got theirs
+    assert status == 408 and body["error"]["code"] == "request_timeout"
+    assert sent < len(header)
+    assert answers and set(answers) == {200}
 
 
 def test_a_complete_request_is_still_served(address):
@@ -164,3 +206,50 @@ def test_a_burst_of_clients_connecting_at_once_is_queued_not_reset(address):
 
     # THEN every one is answered: the listen backlog holds them until a thread is free
     assert statuses == [200] * 64
+
+
+@pytest.fixture
+def capped() -> Iterator[tuple[str, int]]:
+    """A server serving at most CAP connections at once (a timeout long enough to hold them while we look)."""
+    server = make_server(Settings(api_keys="limits-key=acme"), port=0, timeout=5.0, max_connections=CAP)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server.server_address[:2]
+    server.shutdown()
+    server.server_close()
+
+
+CAP = 4
+
+
+def test_connections_beyond_the_cap_are_refused_at_once_and_served_again_after(capped):
+    # GIVEN as many idle connections as the server serves at once (a flood of them, in small)
+    idle = [connect(capped) for _ in range(CAP)]
+    try:
+        for sock in idle:
+            sock.sendall(b"GET /v1/openapi.json HTTP/1.1\r\n")  # begun, never finished
+
+        # WHEN one more client asks
+        with connect(capped) as sock:
+            sock.sendall(b"GET /v1/openapi.json HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            refused = read_until_closed(sock)
+
+        # THEN it is answered 503 at once (the idle ones are still held), and the idle ones get their 408 in time
+        status, headers, body = parse(refused)
+        assert status == 503 and headers["retry-after"] == "1" and body["error"]["code"] == "too_many_connections"
+        assert [parse(read_until_closed(sock))[0] for sock in idle] == [408] * CAP
+    finally:
+        for sock in idle:
+            sock.close()
+
+    # AND once they are gone the server answers again
+    def answered() -> int | None:
+        try:
+            return request(capped, "GET /v1/openapi.json HTTP/1.1\r\nHost: 127.0.0.1\r\n")[0]
+        except (OSError, ValueError):
+            return None
+
+    deadline = time.monotonic() + PATIENCE
+    while (status := answered()) != 200 and time.monotonic() < deadline:
+        time.sleep(0.1)  # (the last slot is released just after the server closed its connection)
+    assert status == 200
