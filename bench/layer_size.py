@@ -2,14 +2,16 @@
 
     .venv/bin/python bench/layer_size.py [--rebuild] [--json]
 
-The build is cached under .local/layer/<hash of the library and pins>; Lambda's limit is 250 MB unzipped for a
-function and all its layers together, and 50 MB zipped for a direct upload (CDK uploads through S3).
+The build is cached under .local/layer/<hash of the library and pins> (the dependencies once per pins hash, under
+.local/layer/deps-<hash>). Lambda's limit is 250 MB unzipped for a function and all its layers together, and 50 MB
+zipped for a direct upload (CDK uploads through S3).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import sys
 import zipfile
@@ -18,11 +20,12 @@ from pathlib import Path
 
 sys.path[0] = str(Path(__file__).resolve().parents[1])  # the repository root, so ``infra`` imports
 
-from infra.bundling import build_layer, layer_hash  # noqa: E402
+from infra.bundling import add_library, dependencies_hash, install_dependencies, layer_hash  # noqa: E402
 from infra.defaults import REPO_ROOT  # noqa: E402
 
 LAMBDA_UNZIPPED_LIMIT_MB = 250.0
 CACHE = REPO_ROOT / ".local" / "layer"
+KEPT_BUILDS = 4  # layer folders kept (they share the dependencies' files through hard links)
 
 
 @dataclass(frozen=True)
@@ -39,15 +42,53 @@ class LayerSize:
 
 
 def cached_layer(*, rebuild: bool = False) -> Path:
-    """The built layer folder (holding ``python/``), built once per library/pins hash."""
+    """The built layer folder (holding ``python/``), built once per library/pins hash.
+
+    The same two steps as ``build_layer`` (what the CDK app runs): the dependencies are installed once per pins
+    hash and kept under ``deps-<hash>``; each library version starts from a hard-linked copy of them.
+    """
     folder = CACHE / layer_hash()[:16]
     if rebuild or not (folder / "python" / "rag").is_dir():
+        dependencies = cached_dependencies(rebuild=rebuild)
         shutil.rmtree(folder, ignore_errors=True)
-        partial = folder.with_suffix(".partial")
+        partial = folder.with_suffix(f".partial-{os.getpid()}")
         shutil.rmtree(partial, ignore_errors=True)
-        build_layer(partial)
-        partial.rename(folder)
+        # Hard links: the copy costs no space, and precompiling replaces files (new inodes), never edits the cache's.
+        shutil.copytree(dependencies, partial / "python", copy_function=os.link)
+        add_library(partial / "python")
+        try:
+            partial.rename(folder)
+        except OSError:  # another process built the same layer meanwhile: keep theirs
+            shutil.rmtree(partial, ignore_errors=True)
+        prune(keep=folder)
     return folder
+
+
+def cached_dependencies(*, rebuild: bool = False) -> Path:
+    """``install_dependencies``' output for the current pins (pip for Lambda's platform: the slow half)."""
+    folder = CACHE / f"deps-{dependencies_hash()[:16]}"
+    if rebuild or not folder.is_dir():
+        shutil.rmtree(folder, ignore_errors=True)
+        partial = folder.with_suffix(f".partial-{os.getpid()}")
+        shutil.rmtree(partial, ignore_errors=True)
+        install_dependencies(partial)
+        try:
+            partial.rename(folder)
+        except OSError:
+            shutil.rmtree(partial, ignore_errors=True)
+    return folder
+
+
+def prune(*, keep: Path, builds: int = KEPT_BUILDS) -> None:
+    """Drop all but the newest ``builds`` layer folders (each library edit makes one)."""
+    layers = sorted(
+        (p for p in CACHE.iterdir() if p.is_dir() and not p.name.startswith("deps-") and ".partial" not in p.name),
+        key=lambda p: p.stat().st_mtime,
+        reverse=True,
+    )
+    for old in layers[builds:]:
+        if old != keep:
+            shutil.rmtree(old, ignore_errors=True)
 
 
 def measure(folder: Path) -> LayerSize:

@@ -81,9 +81,21 @@ def layer_hash() -> str:
     return tree_hash([LIBRARY_DIR, CONSTRAINTS, Path(__file__)], extra=[*runtime_requirements(), *LAMBDA_PLATFORM])
 
 
+def dependencies_hash() -> str:
+    """What ``install_dependencies`` depends on: the pins, the requirements, the platform and this recipe."""
+    return tree_hash([CONSTRAINTS, Path(__file__)], extra=[*runtime_requirements(), *LAMBDA_PLATFORM])
+
+
 def build_layer(output_dir: Path, *, python: str = sys.executable) -> Path:
     """Install the runtime dependencies for Lambda (manylinux, CPython 3.12) and the library into ``python/``."""
     target = output_dir / "python"
+    install_dependencies(target, python=python)
+    add_library(target)
+    return target
+
+
+def install_dependencies(target: Path, *, python: str = sys.executable) -> None:
+    """The first half of ``build_layer``: the runtime dependencies, minus what Lambda's runtime ships."""
     target.mkdir(parents=True, exist_ok=True)
     subprocess.run(
         [
@@ -99,6 +111,10 @@ def build_layer(output_dir: Path, *, python: str = sys.executable) -> Path:
         for path in target.glob(f"{name}-*.dist-info"):
             shutil.rmtree(path)
     shutil.rmtree(target / "bin", ignore_errors=True)  # console scripts of dependencies
+
+
+def add_library(target: Path) -> None:
+    """The second half of ``build_layer``: the library next to its dependencies, then bytecode for everything."""
     shutil.copytree(LIBRARY_DIR, target / "rag", ignore=shutil.ignore_patterns(*STRIP_DIRS, "*.pyc"))
     if not (target / LAYER_CA_BUNDLE).is_file():  # without it every database connection in AWS fails
         raise FileNotFoundError(f"{LIBRARY_DIR / 'certs'} lost its CA bundle: the layer needs {LAYER_CA_BUNDLE}")
@@ -107,7 +123,6 @@ def build_layer(output_dir: Path, *, python: str = sys.executable) -> Path:
             if path.is_dir():
                 shutil.rmtree(path, ignore_errors=True)
     precompile(target)
-    return target
 
 
 def precompile(target: Path) -> bool:

@@ -24,6 +24,8 @@ from infra.resources import AppResources
 MIGRATE_DIR = REPO_ROOT / "functions" / "migrate"
 SQL_DIR = REPO_ROOT / "sql"
 BUNDLED_SQL_DIR = "/var/task/sql"  # where the asset's sql/ lands in Lambda
+# The function's asset: name in the asset -> source (CopyBundler). tests/artifact builds the same asset from it.
+ASSET_FILES = {"handler.py": MIGRATE_DIR / "handler.py", "app_role.py": MIGRATE_DIR / "app_role.py", "sql": SQL_DIR}
 
 
 class Migrations(Construct):
@@ -32,7 +34,6 @@ class Migrations(Construct):
         config, network, database = resources.config, resources.network, resources.database
         security_group = ec2.SecurityGroup(self, "Sg", vpc=network.vpc, description="deploy-time migrator")
         database.allow_direct_access(security_group, "migrations at deploy time")
-        sources = {"handler.py": MIGRATE_DIR / "handler.py", "app_role.py": MIGRATE_DIR / "app_role.py", "sql": SQL_DIR}
         self.function = python_function(
             self,
             "Function",
@@ -41,8 +42,8 @@ class Migrations(Construct):
             code=lambda_.Code.from_asset(
                 str(MIGRATE_DIR),
                 asset_hash_type=cdk.AssetHashType.CUSTOM,
-                asset_hash=tree_hash(list(sources.values())),
-                bundling=local_bundling(CopyBundler(sources)),
+                asset_hash=tree_hash(list(ASSET_FILES.values())),
+                bundling=local_bundling(CopyBundler(ASSET_FILES)),
             ),
             handler="handler.lambda_handler",
             service="migrate",
