@@ -1,17 +1,19 @@
 """Query embeddings are cached twice: an LRU in the warm process and a table with a TTL.
 
 Keyed by model and normalized query text, so "What was decided?" and
-"what was  decided?" share one vector.
+"what was  decided?" share one vector. Vectors are pgvector's ``Vector`` (what the connection's loader returns
+and its dumper sends): numpy is not a runtime dependency, and the Lambda layer has none.
 """
 
 from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import psycopg
+    from pgvector import Vector
 
     from rag.embedding.base import Embedder
 
@@ -26,11 +28,11 @@ class QueryEmbeddingCache:
     def __init__(self, ttl_minutes: int = 60, size: int = LRU_SIZE):
         self.ttl_minutes = ttl_minutes
         self.size = size
-        self._lru: OrderedDict[tuple[str, str], Any] = OrderedDict()
+        self._lru: OrderedDict[tuple[str, str], Vector] = OrderedDict()
         self._lock = threading.Lock()  # the local API and worker share one process; Lambda does not need it
 
-    def vector(self, conn: psycopg.Connection, embedder: Embedder, text: str) -> Any:
-        import numpy as np
+    def vector(self, conn: psycopg.Connection, embedder: Embedder, text: str) -> Vector:
+        from pgvector import Vector
 
         key = (embedder.model_id, normalize_query(text))
         with self._lock:
@@ -42,10 +44,11 @@ class QueryEmbeddingCache:
                WHERE model = %s AND query = %s AND created_at > now() - make_interval(mins => %s)""",
             (key[0], key[1], self.ttl_minutes),
         ).fetchone()
+        vector: Vector
         if row is not None:
-            vector = row[0].to_numpy()
+            vector = row[0]  # the connection's pgvector loader makes it a Vector
         else:
-            vector = np.asarray(embedder.embed([key[1]])[0], dtype=np.float32)
+            vector = Vector([float(v) for v in embedder.embed([key[1]])[0]])
             conn.execute(
                 """INSERT INTO query_embedding_cache (model, query, embedding) VALUES (%s, %s, %s)
                    ON CONFLICT (model, query) DO UPDATE SET embedding = EXCLUDED.embedding, created_at = now()""",
