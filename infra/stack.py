@@ -12,6 +12,7 @@ from constructs import Construct
 from infra.config import PLACEHOLDER_ISSUER, StageConfig, stage_config
 from infra.constructs.backfill import Backfill
 from infra.constructs.database import Database
+from infra.constructs.deletion_protection import DeletionProtection
 from infra.constructs.ingest import Ingest
 from infra.constructs.layer import LibraryLayer
 from infra.constructs.migrations import Migrations
@@ -87,6 +88,12 @@ class MeetingRagStack(cdk.Stack):
             )
             self.uploaders[tenant_id] = uploader
 
+        # The database's deletion protection comes last: a create that fails before it can still delete the instance.
+        others = list(self.node.children)
+        self.deletion_protection = DeletionProtection(
+            self, "DatabaseDeletionProtection", config=config, instance=self.database.instance, after=others
+        )
+
         if config.jwt_issuer == PLACEHOLDER_ISSUER:
             cdk.Annotations.of(self).add_warning_v2(
                 "meeting-rag:placeholder-issuer",
@@ -108,6 +115,12 @@ class MeetingRagStack(cdk.Stack):
         cdk.CfnOutput(self, "DeadLetterQueueUrl", value=self.ingest.dlq.queue_url, description="Ingest DLQ (to inspect messages)")
         cdk.CfnOutput(
             self, "IngestLogGroupName", value=self.ingest.function.log_group.log_group_name, description="Ingest errors"
+        )
+        cdk.CfnOutput(
+            self,
+            "DatabaseInstanceIdentifier",
+            value=self.database.instance.instance_identifier,
+            description="RDS instance (meeting-rag-<stage>-<from the stack id>), for aws rds commands",
         )
 
 

@@ -37,7 +37,10 @@ class Database(Construct):
         # The proxy reads its credentials from Secrets Manager: allow HTTPS to the VPC's interface endpoints.
         self.proxy_sg.add_egress_rule(ec2.Peer.ipv4(VPC_CIDR), ec2.Port.tcp(443), "HTTPS to the VPC endpoints")
 
-        identifier = f"meeting-rag-{config.name}"
+        # meeting-rag-<stage>-<8 hex of this stack's id>: stable for the stack's life, new for a new stack. An instance
+        # a failed create left behind (or the log groups RDS recreates for it) cannot collide with the next create.
+        stack_uuid = cdk.Fn.select(2, cdk.Fn.split("/", cdk.Aws.STACK_ID))
+        identifier = f"meeting-rag-{config.name}-{cdk.Fn.select(0, cdk.Fn.split('-', stack_uuid))}"
         # The exported PostgreSQL logs get their retention here, not from a LogRetention Lambda.
         exported_logs = [
             logs.LogGroup(
@@ -66,10 +69,15 @@ class Database(Construct):
             allocated_storage=config.db_allocated_storage_gb,
             max_allocated_storage=config.db_max_allocated_storage_gb,
             multi_az=config.db_multi_az,
-            deletion_protection=config.db_deletion_protection,
+            # Not in the template: on the instance from its creation, it would block the rollback of a first create
+            # that fails later. The DeletionProtection construct sets it once everything else exists.
+            deletion_protection=None,
             backup_retention=cdk.Duration.days(config.db_backup_retention_days),
             delete_automated_backups=not config.db_deletion_protection,
-            removal_policy=cdk.RemovalPolicy.SNAPSHOT if config.db_deletion_protection else cdk.RemovalPolicy.DESTROY,
+            # Kept when the stack is deleted or the instance replaced; deleted by the rollback of the create that made it.
+            removal_policy=(
+                cdk.RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE if config.db_deletion_protection else cdk.RemovalPolicy.DESTROY
+            ),
             iam_authentication=True,
             auto_minor_version_upgrade=True,
             publicly_accessible=False,
@@ -112,12 +120,12 @@ class Database(Construct):
                 "AwsSolutions-RDS3",
                 f"stage {config.name} runs a single-AZ instance to save cost; db_multi_az switches it (on in prod)",
             )
-        if not config.db_deletion_protection:
-            acknowledge(
-                self.instance,
-                "AwsSolutions-RDS10",
-                f"stage {config.name} tears down cleanly; db_deletion_protection switches it (on in prod)",
-            )
+        acknowledge(
+            self.instance,
+            "AwsSolutions-RDS10",
+            "deletion protection is set by the DeletionProtection custom resource once every other resource exists "
+            f"(db_deletion_protection: {config.db_deletion_protection} here, on in prod), so a failed first create can roll back",
+        )
         assert self.instance.secret is not None
         self.secret = self.instance.secret
         self.rotation = self.instance.add_rotation_single_user(

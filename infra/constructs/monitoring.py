@@ -151,7 +151,7 @@ class Monitoring(Construct):
         )
 
         # --- database and proxy --------------------------------------------------------------------------
-        instance = f"meeting-rag-{config.name}"
+        instance = db_instance.instance_identifier
         db_cpu = db_instance.metric_cpu_utilization(period=PERIOD, statistic="Average")
         self.database_cpu = alarm(
             "DatabaseCpu",

@@ -57,8 +57,10 @@ SKIPPED: dict[str, str] = {
     "CKV_AWS_117": (
         "CDK's own deploy-time handlers, outside the VPC: BucketNotificationsHandler (writes the documents bucket's "
         "notification configuration), CustomS3AutoDeleteObjects (dev: empties the buckets when the stack is deleted), "
-        "CustomVpcRestrictDefaultSG (removes the default security group's rules) and the migrations Provider "
-        "framework's onEvent (only invokes the migrator, which runs in the VPC); they call AWS APIs and CloudFormation's "
+        "CustomVpcRestrictDefaultSG (removes the default security group's rules), the migrations Provider "
+        "framework's onEvent (only invokes the migrator, which runs in the VPC) and AwsCustomResource's function "
+        "(AWS679f53fac..., sets the instance's deletion protection with RDS ModifyDBInstance as the deploy's last "
+        "step); they call AWS APIs and CloudFormation's "
         "response URL only, which the isolated subnets cannot reach without more endpoints; every application "
         "function runs in the VPC (test_functions_run_in_private_subnets_with_tracing_and_log_retention)"
     ),
@@ -112,6 +114,7 @@ CDK_HANDLERS = (
     "CustomS3AutoDeleteObjectsCustomResourceProviderHandler",
     "CustomVpcRestrictDefaultSGCustomResourceProviderHandler",
     "MigrationsProviderframeworkonEvent",
+    "AWS679f53fac002430cb0da5b7982bd2287",  # AwsCustomResource's (infra/constructs/deletion_protection.py)
 )
 APP_FUNCTIONS = (
     "IngestFunction",

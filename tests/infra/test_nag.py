@@ -38,9 +38,12 @@ def test_every_acknowledgement_sits_on_its_resource_with_a_reason(stage: Synthes
 
 
 def test_production_needs_no_availability_or_deletion_exceptions(dev: Synthesized, prod: Synthesized) -> None:
-    rules = lambda result: {f["ruleName"] for f in report(result)["suppressedViolations"]}  # noqa: E731
-    assert {"AwsSolutions-RDS3", "AwsSolutions-RDS10"} <= rules(dev)
-    assert not {"AwsSolutions-RDS3", "AwsSolutions-RDS10"} & rules(prod)
+    rules = lambda result: {f["ruleName"]: f["reason"] for f in report(result)["suppressedViolations"]}  # noqa: E731
+    assert "AwsSolutions-RDS3" in rules(dev) and "AwsSolutions-RDS3" not in rules(prod)
+    # Deletion protection is not in the instance's template in any stage (a failed first create could not roll back):
+    # the acknowledgement names what sets it instead (test_database.py checks that it does, on in prod).
+    for result in (dev, prod):
+        assert "DeletionProtection custom resource" in rules(result)["AwsSolutions-RDS10"]
 
 
 def _bucket_app(tmp_path: Path, *, acknowledge_rule: str | None) -> cdk.App:

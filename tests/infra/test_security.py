@@ -173,7 +173,10 @@ def test_database_is_encrypted_private_backed_up_and_switchable_by_stage(stage: 
     assert props["EnableIAMDatabaseAuthentication"] is True
     assert props["BackupRetentionPeriod"] == stage.config.db_backup_retention_days
     assert props["MultiAZ"] is stage.config.db_multi_az
-    assert props["DeletionProtection"] is stage.config.db_deletion_protection
+    # Deletion protection: set by a custom resource as the deploy's last step (test_database.py says why).
+    assert "DeletionProtection" not in props
+    [protection] = [r["Properties"] for r in stage.data["Resources"].values() if r["Type"] == "Custom::RdsDeletionProtection"]
+    assert f'"DeletionProtection":{json.dumps(stage.config.db_deletion_protection)}' in resolve_strings(protection["Create"])
     assert props["EnableCloudwatchLogsExports"] == ["postgresql", "upgrade"]
     parameters = stage.resource("AWS::RDS::DBParameterGroup")["Properties"]["Parameters"]
     assert parameters["rds.force_ssl"] == "1"
@@ -184,7 +187,8 @@ def test_database_is_encrypted_private_backed_up_and_switchable_by_stage(stage: 
 
 def test_database_data_survives_stack_deletion_in_production(dev: Synthesized, prod: Synthesized) -> None:
     assert dev.resource("AWS::RDS::DBInstance")["DeletionPolicy"] == "Delete"
-    assert prod.resource("AWS::RDS::DBInstance")["DeletionPolicy"] == "Snapshot"
+    # Kept (and protected) when the stack is deleted; only the rollback of its own failed create deletes it.
+    assert prod.resource("AWS::RDS::DBInstance")["DeletionPolicy"] == "RetainExceptOnCreate"
 
 
 def test_proxy_requires_tls_and_iam_and_functions_connect_with_iam_tokens(stage: Synthesized) -> None:
