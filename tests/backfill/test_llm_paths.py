@@ -14,7 +14,7 @@ import pytest
 
 from rag.backfill.errors import TransientError
 from rag.backfill.stages import run_named_stage
-from tests.embedding.fake_openai import FakeOpenAI
+from tests.embedding.fake_openai import FakeOpenAI, RawBody
 
 from .conftest import FIXTURES, SCANNER_SYNC, ingest_file
 
@@ -212,3 +212,231 @@ def test_llm_extraction_on_a_document_points_at_sentences(db, local_embedder, fa
     assert decision[2:] == (None, [], "QA team")
     task = db.execute("SELECT start_char, end_char, assignee FROM tasks WHERE document_id = %s", (doc,)).fetchone()
     assert body[task[0] : task[1]] == "The release manager will post the submission status in the release channel."
+
+
+# --- replies that are not a chat completion, and answers that are not what was asked for ---------
+
+HTML_PAGE = b"<html><head><title>502 Bad Gateway</title></head><body>nginx</body></html>"
+NOT_A_CHAT_COMPLETION = {
+    "not-json": RawBody(b"upstream connect error or disconnect/reset before headers"),
+    "html": RawBody(HTML_PAGE, "text/html"),
+    "empty": RawBody(b""),
+    "json-of-another-shape": RawBody(b'{"id": "chatcmpl-1", "object": "chat.completion", "model": "gpt-4o-mini"}'),
+    "no-choice": RawBody(b'{"object": "chat.completion", "choices": []}'),
+    "choice-without-message": RawBody(b'{"choices": [{"index": 0, "finish_reason": "stop"}]}'),
+    "content-not-text": RawBody(b'{"choices": [{"index": 0, "message": {"role": "assistant", "content": {"segments": []}}}]}'),
+    "json-array": RawBody(b"[1, 2]"),
+    "json-string": RawBody(b'"just a string"'),
+    "json-null": RawBody(b"null"),
+}
+
+
+def completion_body(message: dict, finish_reason: str = "stop") -> RawBody:
+    """A well-formed chat completion holding ``message`` (what a real server sends)."""
+    return RawBody(
+        json.dumps(
+            {
+                "id": "chatcmpl-1",
+                "object": "chat.completion",
+                "created": 1_763_000_000,
+                "model": "gpt-4o-mini",
+                "choices": [
+                    {
+                        "index": 0,
+                        "finish_reason": finish_reason,
+                        "logprobs": None,
+                        "message": {"role": "assistant", "content": None, "refusal": None, **message},
+                    }
+                ],
+            }
+        ).encode()  # fmt: skip
+    )
+
+
+def document_rows(db, docs):
+    rows = db.execute(
+        "SELECT id, status, backfill_error, backfill_attempts FROM documents WHERE id = ANY(%s)", (docs,)
+    ).fetchall()
+    by_id = {row[0]: row[1:] for row in rows}
+    return [by_id[doc] for doc in docs]
+
+
+@pytest.mark.parametrize("reply", NOT_A_CHAT_COMPLETION.values(), ids=NOT_A_CHAT_COMPLETION.keys())
+def test_a_reply_that_is_not_a_chat_completion_is_retried_then_rolls_the_batch_back(
+    db, local_embedder, fake, llm_settings, reply
+):
+    docs = [ingest_file(db, SCANNER_SYNC, local_embedder, key=f"projects/orion/sync-{i}.txt") for i in range(2)]
+    # The first document is segmented; the second's reply is not a chat completion, twice (llm_max_retries=1).
+    fake.chat_responses += [recorded("segment_scanner_rollout_sync.json"), reply, reply]
+
+    with pytest.raises(TransientError) as raised:
+        run_named_stage(db, llm_settings, "segment", 10, embedder=local_embedder)
+
+    message = str(raised.value)
+    assert message.startswith("LLM gpt-4o-mini answered with a ") and message.endswith(" (asked 2 times)")
+    assert repr(reply.body.decode())[:40] in message  # what the server sent, to tell a proxy's page from a model server's
+    assert len(chat_requests(fake)) == 3
+    # The batch is rolled back as a whole: nothing written, no attempt counted, both claimable again.
+    assert document_rows(db, docs) == [("raw_ingested", None, 0)] * 2
+    assert db.execute("SELECT count(*) FROM segments").fetchone()[0] == 0
+
+    fake.chat_responses += [recorded("segment_scanner_rollout_sync.json")] * 2
+    result = run_named_stage(db, llm_settings, "segment", 10, embedder=local_embedder)
+
+    assert (result.processed, result.failed) == (2, 0)
+    assert document_rows(db, docs) == [("segmented", None, 0)] * 2
+    assert db.execute("SELECT count(*) FROM segments WHERE method = 'llm'").fetchone()[0] == 4
+
+
+def test_the_error_shows_what_the_server_answered(db, local_embedder, fake, llm_settings):
+    ingest_file(db, SCANNER_SYNC, local_embedder)
+    fake.chat_responses += [RawBody(HTML_PAGE, "text/html")] * 2
+
+    with pytest.raises(TransientError) as raised:
+        run_named_stage(db, llm_settings, "segment", 10, embedder=local_embedder)
+
+    assert str(raised.value) == (
+        "LLM gpt-4o-mini answered with a body that is not JSON (Expecting value: line 1 column 1 (char 0)):"
+        " '<html><head><title>502 Bad Gateway</title></head><body>nginx</body></html>' (asked 2 times)"
+    )
+
+
+def test_one_reply_that_is_not_a_chat_completion_is_retried_within_the_call(db, local_embedder, fake, llm_settings):
+    doc = ingest_file(db, SCANNER_SYNC, local_embedder)
+    fake.chat_responses += [RawBody(HTML_PAGE, "text/html"), recorded("segment_scanner_rollout_sync.json")]
+
+    result = run_named_stage(db, llm_settings, "segment", 10, embedder=local_embedder)
+
+    assert (result.processed, result.failed) == (1, 0)
+    requests = chat_requests(fake)
+    assert len(requests) == 2 and requests[0]["body"] == requests[1]["body"]  # the same request again
+    assert document_rows(db, [doc]) == [("segmented", None, 0)]
+    titles = db.execute("SELECT title FROM segments WHERE document_id = %s ORDER BY segment_index", (doc,)).fetchall()
+    assert titles == [("Leeds warehouse scanner rollout",), ("Rotterdam trade show booth",)]
+
+
+def test_extraction_interrupted_by_a_malformed_reply_keeps_no_partial_items_and_completes_on_retry(
+    db, local_embedder, fake, llm_settings
+):
+    docs = [ingest_file(db, SCANNER_SYNC, local_embedder, key=f"projects/orion/sync-{i}.txt") for i in range(2)]
+    fake.chat_responses += [recorded("segment_scanner_rollout_sync.json")] * 2
+    for stage in ("segment", "embed"):
+        run_named_stage(db, llm_settings, stage, 10, embedder=local_embedder)
+    extracted = [recorded("extract_scanner_rollout_sync_0.json"), recorded("extract_scanner_rollout_sync_1.json")]
+    # One document's two segments are extracted, then the other's first segment gets a proxy's page twice.
+    fake.chat_responses += [*extracted, RawBody(HTML_PAGE, "text/html"), RawBody(HTML_PAGE, "text/html")]
+
+    with pytest.raises(TransientError):
+        run_named_stage(db, llm_settings, "extract", 10, embedder=local_embedder)
+
+    assert document_rows(db, docs) == [("embedded", None, 0)] * 2
+    assert db.execute("SELECT count(*) FROM decisions").fetchone()[0] == 0
+    assert db.execute("SELECT count(*) FROM tasks").fetchone()[0] == 0
+
+    fake.chat_responses += extracted * 2
+    result = run_named_stage(db, llm_settings, "extract", 10, embedder=local_embedder)
+
+    assert (result.processed, result.failed) == (2, 0)
+    assert document_rows(db, docs) == [("extracted", None, 0)] * 2
+    per_document = db.execute("SELECT document_id, count(*) FROM tasks GROUP BY 1").fetchall()
+    assert sorted(count for _, count in per_document) == [3, 3]  # each document's items once, none twice
+
+
+ANSWERS_NOT_ASKED_FOR = {
+    "prose": (completion_body({"content": "Sure! The meeting has two topics: scanners and the trade show."}),
+              "answer does not fit ProposedSegmentation"),
+    "json-array": (completion_body({"content": "[1, 2]"}), "answer does not fit ProposedSegmentation"),
+    "another-schema": (completion_body({"content": json.dumps({"topics": ["scanners", "trade show"]})}),
+                       "answer does not fit ProposedSegmentation"),
+    "cut-at-the-token-limit": (completion_body({"content": '{"segments": [{"start_turn": 0, "end_t'}, "length"),
+                               "answer was cut at its token limit"),
+    "filtered": (completion_body({"content": None}, "content_filter"), "answer was withheld by its content filter"),
+    "refusal": (completion_body({"refusal": "I can't help with that."}), "refused: I can't help with that."),
+    "no-content": (completion_body({"content": None}), "returned no ProposedSegmentation"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(("reply", "error"), ANSWERS_NOT_ASKED_FOR.values(), ids=ANSWERS_NOT_ASKED_FOR.keys())
+def test_an_answer_that_is_not_what_was_asked_for_fails_only_its_document(db, local_embedder, fake, llm_settings, reply, error):
+    docs = [ingest_file(db, SCANNER_SYNC, local_embedder, key=f"projects/orion/sync-{i}.txt") for i in range(2)]
+    fake.chat_responses += [reply, recorded("segment_scanner_rollout_sync.json")]
+
+    result = run_named_stage(db, llm_settings, "segment", 10, embedder=local_embedder)
+
+    assert (result.processed, result.failed) == (1, 1)
+    assert len(chat_requests(fake)) == 2  # the model's own answer is not asked again within the call
+    [failed, segmented] = sorted(document_rows(db, docs), key=lambda row: row[0])
+    assert failed[0] == "raw_ingested" and failed[2] == 1  # claimable again on the next run, up to the attempt limit
+    assert failed[1] == f"segment: LLMOutputError: LLM gpt-4o-mini {error}" or failed[1].startswith(
+        f"segment: LLMOutputError: LLM gpt-4o-mini {error}:"
+    )
+    assert segmented == ("segmented", None, 0)
+
+
+def test_with_bedrock_configured_the_backfill_calls_no_model(db, local_embedder, monkeypatch):
+    """Bedrock is /v1/ask's model only: segment and extract run offline, whatever the endpoint answers."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from rag.config import Settings
+
+    requests: list[str] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args) -> None:
+            pass
+
+        def do_POST(self) -> None:
+            requests.append(self.path)
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(HTML_PAGE)))
+            self.end_headers()
+            self.wfile.write(HTML_PAGE)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    monkeypatch.setenv("AWS_ENDPOINT_URL_BEDROCK_RUNTIME", f"http://127.0.0.1:{server.server_address[1]}")
+    try:
+        doc = ingest_file(db, SCANNER_SYNC, local_embedder)
+        settings = Settings(embedding_provider="local", llm_provider="bedrock", bedrock_chat_model="anthropic.claude-test")
+        for stage in ("segment", "embed", "extract"):
+            assert run_named_stage(db, settings, stage, 10, embedder=local_embedder).processed == 1
+    finally:
+        server.shutdown()
+        server.server_close()
+
+    assert requests == []
+    assert document_rows(db, [doc]) == [("extracted", None, 0)]
+    assert {m for (m,) in db.execute("SELECT method FROM segments").fetchall()} == {"texttiling"}
+    assert {m for (m,) in db.execute("SELECT DISTINCT method FROM decisions UNION SELECT method FROM tasks").fetchall()} == {
+        "rules"
+    }
+
+
+@pytest.mark.slow
+def test_a_model_server_that_keeps_answering_html_fails_the_execution_with_its_page_and_loses_nothing(
+    db, local_embedder, fake, monkeypatch
+):
+    """Through the real stage Lambda and the synthesized state machine: the Lambda's error is the
+    TransientError its Retry matches, retried (1 + 3 attempts), then caught; the document is left as it was."""
+    from rag.config import get_settings
+    from rag_local.state_machine import backfill_definition, run_backfill_state_machine
+
+    doc = ingest_file(db, SCANNER_SYNC, local_embedder)
+    for name, value in {"RAG_LLM_PROVIDER": "openai", "RAG_LLM_MODEL": "gpt-4o-mini", "RAG_LLM_MAX_RETRIES": "1",
+                        "OPENAI_BASE_URL": fake.base_url, "RAG_EMBEDDING_PROVIDER": "local"}.items():  # fmt: skip
+        monkeypatch.setenv(name, value)
+    get_settings.cache_clear()
+    fake.chat_responses += [RawBody(HTML_PAGE, "text/html")] * 8  # every call of every attempt
+
+    execution = run_backfill_state_machine({"stages": ["segment"], "batch_size": 5}, definition=backfill_definition())
+
+    assert (execution["status"], execution["error"]) == ("FAILED", "BackfillStageFailed")
+    error = execution["cause_json"]["errors"]["segment"]
+    assert error["Error"] == "TransientError"
+    assert "LLM gpt-4o-mini answered with a body that is not JSON" in error["Cause"]
+    assert "<html><head><title>502 Bad Gateway</title>" in error["Cause"]
+    assert len(chat_requests(fake)) == 8 and not fake.chat_responses  # 4 Lambda attempts, each asking twice
+    assert document_rows(db, [doc]) == [("raw_ingested", None, 0)]
+    assert db.execute("SELECT count(*) FROM segments").fetchone()[0] == 0

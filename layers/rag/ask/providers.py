@@ -90,29 +90,28 @@ class OpenAIChat:
             options = {"tools": [t.openai() for t in tools], "tool_choice": "auto" if allow_tools else "none"}
         client = chat_client(self.settings).with_options(timeout=timeout, max_retries=0)
         try:
-            # The raw body, parsed and checked here: the SDK parses without validating, and turns a body of another
-            # shape into objects with holes (or, for an HTML page, a string).
+            # The raw body, parsed and checked by rag.llm.first_choice: the SDK parses without validating, and turns a
+            # body of another shape into objects with holes (or, for an HTML page, a string).
             raw = client.chat.completions.with_raw_response.create(
                 model=self.settings.llm_model, messages=wire, temperature=0, **options
             )
-            completion = json.loads(raw.text)
+            body = raw.text
         except openai.APITimeoutError as exc:
             raise ModelTimeout(f"{self.name} did not answer within {timeout:.1f} s") from exc
         except openai.APIError as exc:
             raise ModelUnavailable(f"{self.name}: {exc}") from exc
-        except ValueError as exc:  # json.JSONDecodeError, UnicodeDecodeError
-            raise MalformedOutput(f"{self.name} answered with a body that is not JSON: {exc}") from exc
-        return openai_turn(self.name, completion)
+        return openai_turn(self.name, body)
 
 
-def openai_turn(name: str, completion: Any) -> ModelTurn:
-    """The first choice of a chat completion (parsed JSON); a body of any other shape is ``MalformedOutput``."""
-    choices = completion.get("choices") if isinstance(completion, dict) else None
-    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-        raise MalformedOutput(f"{name} answered with a body that is not a chat completion (no choices)")
-    message = choices[0].get("message")
-    if not isinstance(message, dict) or not isinstance(message.get("content"), str | None):
-        raise MalformedOutput(f"{name} answered with a choice that holds no assistant message")
+def openai_turn(name: str, body: str) -> ModelTurn:
+    """The first choice of the chat completion ``body``; a body of any other shape is ``MalformedOutput``."""
+    from rag.llm import NotAChatCompletion, first_choice
+
+    try:
+        choice = first_choice(body)
+    except NotAChatCompletion as exc:
+        raise MalformedOutput(f"{name} {exc}") from exc
+    message = choice.message
     wire_calls = message.get("tool_calls") or []
     if not isinstance(wire_calls, list):
         raise MalformedOutput(f"{name} answered with tool_calls that are not a list")
@@ -126,8 +125,7 @@ def openai_turn(name: str, completion: Any) -> ModelTurn:
         if not (isinstance(call_id, str | None) and isinstance(function_name, str | None) and isinstance(arguments, str | None)):
             raise MalformedOutput(f"{name} returned a tool call whose id, name or arguments are not text")
         calls.append(ToolCall(call_id or f"call_{len(calls)}", function_name or "", arguments or ""))
-    usage = completion.get("usage")
-    usage = usage if isinstance(usage, dict) else {}
+    usage = choice.usage
     return ModelTurn(
         message.get("content") or "", calls, _count(usage.get("prompt_tokens")), _count(usage.get("completion_tokens"))
     )
