@@ -19,7 +19,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
               "rag.embedding", "rag.events", "rag.queue_retry", "rag.llm", "rag.knowledge")),
     ("store", ("rag.store",)),
     ("services", ("rag.search", "rag.ingest", "rag.backfill")),
-    ("contract", ("rag.api.models", "rag.api.identity")),
+    ("contract", ("rag.api.models", "rag.api.identity", "rag.api.errors")),
     ("answers", ("rag.ask",)),
     ("interface", ("rag.api", "rag.api.routes")),
 )  # fmt: skip
