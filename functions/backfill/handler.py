@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
@@ -23,9 +23,10 @@ from rag.backfill.stages import run_named_stage
 from rag.config import get_settings
 from rag.errors import is_transient
 from rag.store.connection import connection
+from rag.tracing import lambda_tracer
 
 logger = Logger(service="backfill")
-tracer = Tracer(service="backfill")
+tracer = lambda_tracer("backfill")  # libraries patched as they are imported: rag.tracing
 # One Metrics per stage: each stage is its own Lambda, and its service dimension names the stage.
 metrics = {stage: Metrics(namespace="MeetingRag", service=f"backfill-{stage}") for stage in ("segment", "embed", "extract")}
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
@@ -27,9 +27,10 @@ from rag.events import ObjectChange, changes_from_event, changes_from_sqs_body, 
 from rag.ingest import Ingestor, build_ingestor
 from rag.queue_retry import back_off, continue_later, defer
 from rag.store.connection import connection
+from rag.tracing import lambda_tracer
 
 logger = Logger(service="ingest")
-tracer = Tracer(service="ingest")
+tracer = lambda_tracer("ingest")  # libraries patched as they are imported: rag.tracing
 metrics = Metrics(namespace="MeetingRag", service="ingest")
 processor = BatchProcessor(event_type=EventType.SQS)
 # Share of an invocation's remaining time the embedding may use: the rest writes the document.

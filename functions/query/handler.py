@@ -7,14 +7,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from rag.api.routes import handle
+from rag.tracing import lambda_tracer
 
 logger = Logger(service="query")
-tracer = Tracer(service="query")
+tracer = lambda_tracer("query")  # libraries patched as they are imported: rag.tracing
 metrics = Metrics(namespace="MeetingRag", service="query")
 
 

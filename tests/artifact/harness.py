@@ -4,7 +4,7 @@
   synthesized with bundling skipped (CDK stages each plain function asset in cdk.out, exactly as it uploads it;
   the migrator's bundled asset comes from its ``CopyBundler`` and ``infra.constructs.migrations.ASSET_FILES``),
   each function's handler and environment read from the template, and a folder standing for Lambda's runtime:
-  boto3 and the packages it needs (symlinks into the development venv).
+  boto3 and the packages it needs (hard-linked from the development venv, compiled for 3.12).
 - ``Services``: what a deployed stack talks to, locally: moto (``ThreadedMotoServer``), an OpenAI-compatible
   model (``ScriptedModel``), a Bedrock Runtime endpoint (``FakeBedrock``), an X-Ray daemon (UDP) and a fresh
   database on the test session's PostgreSQL, with the secrets and the bucket notifications the template sets up.
@@ -21,8 +21,10 @@ not checked here.
 from __future__ import annotations
 
 import copy
+import importlib.metadata
 import importlib.util
 import json
+import logging
 import os
 import queue
 import secrets
@@ -49,6 +51,7 @@ RUNTIME_MODULES = ("boto3", "botocore", "s3transfer", "urllib3", "jmespath", "da
 STAGE = "prod"
 STAGE_CONTEXT = {"prod": {"alarm_email": "alarms@example.com"}}  # prod refuses to synthesize without it
 LAMBDA_TASK_ROOT = "/var/task"
+RUNTIME_CACHE = REPO_ROOT / ".local" / "lambda-runtime"
 OPENAI_KEY = "sk-artifact-test"
 
 
@@ -107,7 +110,7 @@ def build_artifacts(workdir: Path, *, stage: str = STAGE) -> Artifacts:
     layer = cached_layer() / "python"
     template, outdir = synthesize(stage, workdir / "cdk.out")
     functions = function_specs(template, outdir, workdir / "bundled")
-    return Artifacts(python, layer, runtime_folder(workdir / "runtime"), functions, template)
+    return Artifacts(python, layer, runtime_folder(), functions, template)
 
 
 def cached_layer() -> Path:
@@ -165,19 +168,44 @@ def function_specs(template: dict[str, Any], outdir: Path, bundled: Path) -> dic
     return specs
 
 
-def runtime_folder(folder: Path) -> Path:
-    """Symlinks to the venv's boto3 and the packages it needs: what Lambda's python3.12 runtime provides."""
-    shutil.rmtree(folder, ignore_errors=True)
-    folder.mkdir(parents=True)
+def runtime_folder() -> Path:
+    """boto3 and the packages it needs, as Lambda's python3.12 runtime provides them: compiled for 3.12.
+
+    Hard-linked copies of the venv's (any bytecode there is for the venv's Python), precompiled like the layer,
+    kept under .local/lambda-runtime/ per set of versions.
+    """
+    import hashlib
+    import sys
+
+    from infra.bundling import precompile
+
+    sources = {}
     for name in RUNTIME_MODULES:
         found = importlib.util.find_spec(name)
         if found is None or found.origin is None:
             raise HarnessError(f"{name} is not installed in this environment: the harness stands it in for Lambda's")
         origin = Path(found.origin)
-        if origin.name == "__init__.py":
-            (folder / name).symlink_to(origin.parent)
-        else:
-            (folder / origin.name).symlink_to(origin)
+        sources[name] = origin.parent if origin.name == "__init__.py" else origin
+    stamp = hashlib.sha256(json.dumps([sys.version, *map(str, sources.values())]).encode())
+    for name in ("boto3", "botocore", "s3transfer", "urllib3", "jmespath", "python-dateutil", "six"):
+        stamp.update(importlib.metadata.version(name).encode())
+    folder = RUNTIME_CACHE / stamp.hexdigest()[:16]
+    if not folder.is_dir():
+        partial = folder.with_suffix(f".partial-{os.getpid()}")
+        shutil.rmtree(partial, ignore_errors=True)
+        partial.mkdir(parents=True)
+        for source in sources.values():
+            if source.is_dir():
+                shutil.copytree(
+                    source, partial / source.name, copy_function=os.link, ignore=shutil.ignore_patterns("__pycache__")
+                )
+            else:
+                os.link(source, partial / source.name)
+        precompile(partial)
+        try:
+            partial.rename(folder)
+        except OSError:  # built by another process meanwhile
+            shutil.rmtree(partial, ignore_errors=True)
     return folder
 
 
@@ -313,6 +341,7 @@ def running_services(server_url: str) -> Iterator[Services]:
     from tests.artifact.fake_bedrock import FakeBedrock
     from tests.artifact.scripted_model import ScriptedModel
 
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # moto's server logs every request otherwise
     port = free_port()
     moto = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     moto.start()

@@ -333,11 +333,16 @@ def test_mcp_over_http(query: LambdaProcess) -> None:
     assert result["structuredContent"]["results"][0]["cite_as"] == "[1]"
 
 
-def test_the_handler_is_traced_through_the_daemon(stack: Stack, query: LambdaProcess) -> None:
+def traced(stack: Stack, invocation: Invocation) -> set[tuple[str, str | None]]:
+    """(name, namespace) of the (sub)segments the function sent the X-Ray daemon during ``invocation``."""
+    return {(s["name"], s.get("namespace")) for s in stack.services.xray.segments_of(invocation.trace_root)}
+
+
+def test_invocations_are_traced_with_their_aws_calls(stack: Stack, ingest: dict[str, Any], query: LambdaProcess) -> None:
+    assert {("## lambda_handler", "local"), ("s3", "aws")} <= traced(stack, ingest["second"])  # botocore is traced
     invocation = query.invoke(http_event("GET", "/v1/projects"))
     assert invocation.value()["statusCode"] == 200
-    names = [s["name"] for s in stack.services.xray.segments_of(invocation.trace_root)]
-    assert "## lambda_handler" in names
+    assert ("## lambda_handler", "local") in traced(stack, invocation)
 
 
 def test_ask_extractive(stack: Stack, backfill: dict[str, list[Invocation]]) -> None:
@@ -386,4 +391,5 @@ def test_every_function_ran_from_its_artifacts_alone(stack: Stack, query: Lambda
         assert (init["python"][:2], init["implementation"]) == ([3, 12], "cpython"), label
         assert init["present"] == [], label  # no numpy, torch, moto, pytest, ... on the path
         assert init["handler_file"] == str(function.asset / "handler.py"), label
-        assert "openai" not in init["modules"], label  # the OpenAI SDK is imported by the paths that call it
+        # The OpenAI SDK and the AWS SDK are imported by the paths that call them (tracing patches botocore then).
+        assert not {"openai", "boto3", "botocore.client"} & set(init["modules"]), label
