@@ -65,9 +65,14 @@ class OpenAIEmbedder:
 
     def _batches(self, texts: Sequence[str]) -> Iterator[list[str]]:
         batch: list[str] = []
-        tokens = 0
+        tokens = 0  # an upper bound of the batch's tokens
         for text in texts:
-            n = self.count_tokens(text)
+            # A cl100k token is at least one byte of UTF-8, so the byte length bounds the count: the tokenizer
+            # (about 130 ms to load, a query's whole cold-start cost of it) is needed only when that bound
+            # could pass the request's limit.
+            n = len(text.encode("utf-8"))
+            if tokens + n > MAX_TOKENS_PER_REQUEST:
+                n = self.count_tokens(text)
             if batch and (len(batch) >= self.batch_size or tokens + n > MAX_TOKENS_PER_REQUEST):
                 yield batch
                 batch, tokens = [], 0
