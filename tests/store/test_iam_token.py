@@ -28,9 +28,8 @@ def frozen_credentials(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 
 def test_the_token_is_the_one_the_rds_client_generates(frozen_credentials: None) -> None:
-    expected = boto3.client("rds", region_name="us-east-1").generate_db_auth_token(
-        DBHostname=PROXY, Port=5432, DBUsername="rag_app", Region="eu-west-1"
-    )
+    rds = boto3.session.Session().client("rds", region_name="us-east-1")  # a session of its own: these credentials
+    expected = rds.generate_db_auth_token(DBHostname=PROXY, Port=5432, DBUsername="rag_app", Region="eu-west-1")
 
     assert iam_auth_token(PROXY, 5432, "rag_app", "eu-west-1") == expected
     assert "X-Amz-Security-Token=IQoJb3JpZ2luX2VjEXAMPLETOKEN" in expected
