@@ -289,16 +289,11 @@ def plan_uploads(folder: Path, limit: int) -> list[Upload]:
 
 
 def upload_all(stack: Stack, uploads: list[Upload]) -> datetime:
-    """Put every file into the bucket (and its on-disk mirror, as `rag ingest` does); returns when it began."""
-    from rag_local.durable import Mirror, MirrorEntry, plain_etag
-
+    """Put every file into the bucket, as `rag ingest` does (moto's gate mirrors each to disk); returns when it began."""
     s3 = aws_client(stack, "s3")
-    mirror = Mirror(stack.local_dir / "s3", BUCKET)
     started = datetime.now(UTC)
     for upload in uploads:
-        data = upload.path.read_bytes()
-        response = s3.put_object(Bucket=BUCKET, Key=upload.key, Body=data)
-        mirror.write(MirrorEntry(upload.key, plain_etag(response.get("ETag"))), data)
+        s3.put_object(Bucket=BUCKET, Key=upload.key, Body=upload.path.read_bytes())
     log(f"uploaded {len(uploads)} transcripts to s3://{BUCKET}/projects/ ({len({u.project for u in uploads})} projects)")
     return started
 

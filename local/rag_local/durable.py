@@ -11,15 +11,16 @@ loses nothing:
   write goes to a temporary file that is renamed over the old one, so a kill leaves the old or
   the new copy, never half of one. A deleted key keeps a header-only tombstone until its
   ``documents`` row is gone, so a delete survives a restart too.
-- **When the mirror is written.** As soon as we learn of an object: ``rag ingest`` right after
-  each upload; the worker for each ``ObjectCreated`` record before it hands the batch to the
-  handler; and a reconcile every ``RECONCILE_SECONDS`` that lists the bucket's versions (it
-  catches ``aws s3 cp`` uploads while the worker is busy embedding). What a ``kill -9`` can
-  still lose is an ``aws s3 cp`` upload of the last few seconds that neither has seen yet
-  (with an idle worker, under a second). A graceful stop (``rag down``, SIGTERM) loses none:
-  moto refuses S3 writes from then on (``rag_local.moto_server``), the ones in flight end, and
-  one last mirror pass runs at once, not after the worker's batch (``flush_on_stop``). Work
-  still queued dies with moto and is done again after the restore below.
+- **When the mirror is written.** Before an upload is acknowledged: moto runs behind a gate
+  (``rag_local.moto_server``) that, once moto has applied an S3 write and before the client hears
+  back, mirrors the keys it wrote (``write_through``: ``sync_key`` for each). If that fails the
+  client gets a 500, not an acknowledgement. So an acknowledged upload survives the process
+  however it ends, ``kill -9`` included (the file is written, not fsynced: a crash of the machine
+  can still lose it). Behind that, safety nets for a write-through that failed: the worker for
+  each ``ObjectCreated`` record before it hands the batch to the handler, a reconcile every
+  ``RECONCILE_SECONDS`` that lists the bucket, and at a graceful stop (``rag down``, SIGTERM) one
+  last pass once moto refuses S3 writes and the ones in flight have ended (``flush_on_stop``).
+  Work still queued dies with moto and is done again after the restore below.
 - **Restore.** On start, before the worker runs, every mirrored object that the fresh bucket
   does not hold is put back. The puts fire ordinary notifications, so the handler re-checks
   each object: unchanged content is a cheap no-op (sha256), and work whose queued message died
@@ -66,6 +67,7 @@ logger = logging.getLogger("rag.durable")
 
 RECONCILE_SECONDS = 3.0
 NOTIFICATION_ID = "ingest"  # the bucket notification's Id (services.create_ingest_resources)
+LOCK_STRIPES = 64  # a key's reads and writes of the mirror are serialised by one of these locks
 
 
 def plain_etag(etag: str | None) -> str | None:
@@ -91,6 +93,11 @@ class Mirror:
     def __init__(self, root: Path, bucket: str) -> None:
         self.bucket = bucket
         self.directory = root / bucket
+        self._locks = tuple(threading.Lock() for _ in range(LOCK_STRIPES))
+
+    def lock(self, key: str) -> threading.Lock:
+        """Held while a key's state is read from the bucket and written here (``sync_key``)."""
+        return self._locks[hash(key) % len(self._locks)]
 
     @classmethod
     def for_settings(cls, settings: Settings) -> Mirror:
@@ -135,8 +142,12 @@ class Mirror:
             found[entry.key] = entry
         return found
 
-    def forget(self, key: str) -> None:
-        self._path(key).unlink(missing_ok=True)
+    def forget_tombstone(self, key: str) -> None:
+        """Remove the key's tombstone; a live entry (the key was uploaded again meanwhile) stays."""
+        with self.lock(key):
+            entry = self.entry(key)
+            if entry is not None and entry.deleted:
+                self._path(key).unlink(missing_ok=True)
 
 
 def _entry(header: bytes) -> MirrorEntry:
@@ -145,17 +156,50 @@ def _entry(header: bytes) -> MirrorEntry:
                        fields.get("metadata") or {}, bool(fields.get("deleted")))  # fmt: skip
 
 
-def copy_to_mirror(s3: Any, mirror: Mirror, key: str) -> MirrorEntry | None:
-    """The object as it is now, into the mirror; None when it no longer exists."""
-    try:
-        response = s3.get_object(Bucket=mirror.bucket, Key=key)
-    except s3.exceptions.NoSuchKey:
-        return None
-    data = response["Body"].read()
-    entry = MirrorEntry(key, plain_etag(response.get("ETag")), response.get("ContentType"), response.get("Metadata") or {})
-    mirror.write(entry, data)
+def sync_key(s3: Any, mirror: Mirror, key: str) -> MirrorEntry | None:
+    """The key as the bucket holds it now, onto disk: its current object, or a tombstone once it is
+    gone (when the mirror held it). Returns what was written, None when nothing was.
+
+    The read from the bucket and the write to disk happen under the key's lock: of two passes over
+    one key, the one that reads later also writes later, so a slow pass never puts back a state
+    older than what another one just wrote.
+    """
+    with mirror.lock(key):
+        try:
+            response = s3.get_object(Bucket=mirror.bucket, Key=key)
+        except s3.exceptions.NoSuchKey:
+            known = mirror.entry(key)
+            if known is None or known.deleted:
+                return None
+            tombstone = MirrorEntry(key, deleted=True)
+            mirror.write(tombstone)
+            logger.info("s3://%s/%s was deleted; the mirror keeps a tombstone until its rows are gone", mirror.bucket, key)
+            return tombstone
+        data = response["Body"].read()
+        entry = MirrorEntry(key, plain_etag(response.get("ETag")), response.get("ContentType"), response.get("Metadata") or {})
+        mirror.write(entry, data)
     logger.info("mirrored s3://%s/%s (%d bytes, etag %s)", mirror.bucket, key, len(data), entry.etag)
     return entry
+
+
+def write_through(s3: Any, mirror: Mirror) -> Callable[[str, Sequence[str] | None], None]:
+    """What ``rag_local.moto_server`` calls after each S3 write and before the client hears back:
+    the written keys of ``mirror``'s bucket onto disk (all its keys when the write does not say
+    which). Raises when one cannot be mirrored: the write is then not acknowledged.
+    """
+
+    def mirror_written(bucket: str, keys: Sequence[str] | None) -> None:
+        if bucket != mirror.bucket:
+            return
+        if keys is None:  # (a form upload names its key in the body)
+            failed = mirror_bucket(s3, mirror, list_bucket(s3, bucket)).unmirrored
+            if failed:
+                raise OSError(f"could not mirror {', '.join(map(repr, failed))}")
+            return
+        for key in keys:
+            sync_key(s3, mirror, key)
+
+    return mirror_written
 
 
 def mirror_created(s3: Any, mirror: Mirror, messages: Sequence[dict[str, Any]]) -> None:
@@ -166,9 +210,9 @@ def mirror_created(s3: Any, mirror: Mirror, messages: Sequence[dict[str, Any]]) 
                 continue
             known = mirror.entry(key)
             if known is not None and not known.deleted and known.etag == etag:
-                continue  # already on disk (rag ingest writes it right after the upload)
+                continue  # already on disk (written through when moto acknowledged the upload)
             try:
-                copy_to_mirror(s3, mirror, key)
+                sync_key(s3, mirror, key)
             except Exception:
                 logger.exception("could not mirror s3://%s/%s; the next reconcile tries again", bucket, key)
 
@@ -300,6 +344,27 @@ class Reconciled:
     tombstoned: list[str] = field(default_factory=list)
     created: list[str] = field(default_factory=list)  # synthetic ObjectCreated:Put enqueued
     removed: list[str] = field(default_factory=list)  # synthetic ObjectRemoved:DeleteMarkerCreated enqueued
+    unmirrored: list[str] = field(default_factory=list)  # could not be mirrored (logged; the next pass tries again)
+
+
+def mirror_bucket(s3: Any, mirror: Mirror, state: BucketState, result: Reconciled | None = None) -> Reconciled:
+    """Every key whose mirror entry differs from ``state`` onto disk (``sync_key``); adds to ``result``."""
+    result = result if result is not None else Reconciled()
+    entries = mirror.entries()
+    # A live entry the listing lacks is looked up again: it may have been uploaded after the listing.
+    changed = [key for key, current in state.current.items()
+               if (entry := entries.get(key)) is None or entry.deleted or entry.etag != current.etag]  # fmt: skip
+    changed += [key for key, entry in entries.items() if not entry.deleted and key not in state.current]
+    for key in changed:
+        try:
+            written = sync_key(s3, mirror, key)
+        except Exception:  # one object that cannot be read must not hold up the others
+            logger.exception("could not mirror s3://%s/%r; the next pass tries again", mirror.bucket, key)
+            result.unmirrored.append(key)
+            continue
+        if written is not None:
+            (result.tombstoned if written.deleted else result.mirrored).append(key)
+    return result
 
 
 class Reconciler:
@@ -345,7 +410,7 @@ class Reconciler:
         state = list_bucket(self.s3, self.bucket)
         result = Reconciled()
         self._report(state)
-        self._sync_mirror(state, result)
+        mirror_bucket(self.s3, self.mirror, state, result)
         if conn is not None:
             self._sync_rows(conn, state, result)
         return result
@@ -363,24 +428,6 @@ class Reconciler:
             if key not in self.rejected and (reason := rejected_key(key, self.prefixes)) is not None:
                 self.rejected[key] = reason
                 logger.warning("rejected an object of s3://%s: %s", self.bucket, reason)
-
-    def _sync_mirror(self, state: BucketState, result: Reconciled) -> None:
-        entries = self.mirror.entries()
-        for key, current in state.current.items():
-            entry = entries.get(key)
-            if entry is not None and not entry.deleted and entry.etag == current.etag:
-                continue
-            try:
-                if copy_to_mirror(self.s3, self.mirror, key):
-                    result.mirrored.append(key)
-            except Exception:  # one object that cannot be read must not hold up the others
-                logger.exception("could not mirror s3://%s/%r; the next pass tries again", self.bucket, key)
-        for key, entry in entries.items():
-            if entry.deleted or key in state.current or self._exists(key):
-                continue  # (uploaded and mirrored after the listing: the listing is stale for it)
-            self.mirror.write(MirrorEntry(key, deleted=True))
-            result.tombstoned.append(key)
-            logger.info("s3://%s/%s was deleted; the mirror keeps a tombstone until its rows are gone", self.bucket, key)
 
     def _sync_rows(self, conn: psycopg.Connection, state: BucketState, result: Reconciled) -> None:
         idle = self._queue_idle()  # after listing, before reading rows: a row missing now is not on its way
@@ -420,18 +467,7 @@ class Reconciler:
                 logger.warning("documents row of s3://%s/%s has no object in the bucket and no record of a delete "
                                "(ingested before the local mirror existed?); left in place", self.bucket, key)  # fmt: skip
         for key in tombstones - rows.keys() - state.current.keys():
-            self.mirror.forget(key)  # its rows are gone: the delete is complete
-
-    def _exists(self, key: str) -> bool:
-        from botocore.exceptions import ClientError
-
-        try:
-            self.s3.head_object(Bucket=self.bucket, Key=key)
-        except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound"):
-                return False
-            raise
-        return True
+            self.mirror.forget_tombstone(key)  # its rows are gone: the delete is complete
 
     def _queue_idle(self) -> bool:
         names = ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible", "ApproximateNumberOfMessagesDelayed"]
@@ -478,10 +514,11 @@ def run(reconciler: Reconciler, database_url: Callable[[], str], stop: threading
 
 def flush_on_stop(reconciler: Reconciler, stop: threading.Event, close_writes: Callable[[], bool]) -> None:
     """Once ``stop`` is set: no S3 write is acknowledged any more (``close_writes``, which waits for
-    those in flight), then one last mirror pass puts every object the bucket holds on disk.
+    those in flight and their write-through), then one last mirror pass.
 
-    Runs in a thread of its own, so a worker deep in a batch does not hold it up: the stop may
-    kill that worker, never an acknowledged upload.
+    Each acknowledged write is on disk already (``write_through``): the pass is a safety net for
+    one whose write-through failed (its client got a 500). It runs in a thread of its own, so a
+    worker deep in a batch does not hold it up.
     """
     stop.wait()
     if not close_writes():
@@ -489,7 +526,7 @@ def flush_on_stop(reconciler: Reconciler, stop: threading.Event, close_writes: C
     try:
         result = reconciler.run_once()
     except Exception:
-        logger.exception("the last mirror pass failed: uploads since the previous pass may be lost")
+        logger.exception("the last mirror pass failed; every acknowledged upload was on disk already")
         return
     logger.info("stopping: S3 writes are refused; the last mirror pass copied %d objects to %s",
                 len(result.mirrored), reconciler.mirror.directory)  # fmt: skip

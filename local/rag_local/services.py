@@ -1,10 +1,11 @@
 """The local AWS side: moto (S3 + SQS) on 127.0.0.1 and the queue worker, in one background process.
 
 ``rag up`` starts ``python -m rag_local.services``; ``rag down`` stops it (SIGTERM). moto keeps its
-state in memory: ``rag_local.durable`` mirrors the bucket to disk, restores it on start and
-reconciles bucket, queue and ``documents`` rows while running, so a restart loses nothing; on
-SIGTERM moto refuses further S3 writes and the bucket is mirrored once more before the worker's
-batch ends (``rag_local.moto_server``, ``durable.flush_on_stop``).
+state in memory: each S3 write is mirrored to disk before moto acknowledges it
+(``rag_local.moto_server``, ``durable.write_through``), and ``rag_local.durable`` restores the
+bucket on start and reconciles bucket, mirror, queue and ``documents`` rows while running, so a
+restart loses nothing; on SIGTERM moto refuses further S3 writes and the bucket is mirrored once
+more, a safety net, before the worker's batch ends (``durable.flush_on_stop``).
 """
 
 from __future__ import annotations
@@ -122,18 +123,19 @@ def main() -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     logging.getLogger("werkzeug").setLevel(logging.WARNING)  # moto's access log: lines per second, in a log that is kept
     settings = get_settings()
-    server = MotoServer(settings.local_moto_port)
-    server.start()
     s3, sqs = s3_client(settings), sqs_client(settings)
+    mirror = durable.Mirror.for_settings(settings)
+    # Every S3 write to the bucket is on disk before moto acknowledges it (the restore's puts included).
+    server = MotoServer(settings.local_moto_port, on_s3_write=durable.write_through(s3, mirror))
+    server.start()
     queue = create_ingest_resources(s3, sqs, settings.local_bucket, settings.local_queue, settings.aws_region)
     logger.info("moto on 127.0.0.1:%d, bucket %s, queue %s", settings.local_moto_port, settings.local_bucket, queue.url)
-    mirror = durable.Mirror.for_settings(settings)
     reconciler = durable.Reconciler(s3, sqs, mirror, queue.url, settings.aws_region, DOCUMENT_PREFIXES)
     # Before anything reconciles: a fresh moto holds nothing, and the mirror is what the bucket held.
     restored = reconciler.restore()
     logger.info("restored %d objects from %s", len(restored), mirror.directory)
     stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())  # from here on a stop mirrors the bucket first (flusher)
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())  # from here on a stop closes S3 writes first (flusher)
     threading.Thread(
         target=durable.run, args=(reconciler, lambda: resolve_database_url(settings), stop), name="reconcile", daemon=True
     ).start()

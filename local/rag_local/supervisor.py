@@ -107,8 +107,8 @@ def start_services(settings: Settings, timeout: float) -> Started:
 def stop_services(settings: Settings, wait_seconds: float = STOP_WAIT_SECONDS) -> int | None:
     """SIGTERM the services, SIGKILL after ``wait_seconds``.
 
-    On SIGTERM they refuse further S3 writes and mirror the bucket to disk at once (nothing
-    acknowledged is lost even if the kill follows), then the worker finishes the batch in hand.
+    Every S3 write they acknowledged is on disk already, so the kill loses none; on SIGTERM they
+    refuse further S3 writes and mirror the bucket once more, then the worker finishes the batch in hand.
 
     Returns the pid stopped, or None when nothing ran; the pid file is gone either way.
     """

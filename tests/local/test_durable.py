@@ -205,6 +205,38 @@ def test_a_delete_survives_a_restart_as_a_tombstone(start_aws, tmp_path, db):
     assert Mirror(tmp_path, BUCKET).entry(KEY) is None  # the delete is complete: the tombstone goes
 
 
+def test_a_key_uploaded_again_as_its_tombstone_goes_keeps_its_new_object_on_disk(start_aws, tmp_path, db):
+    from rag_local.durable import sync_key
+
+    # GIVEN a deleted key whose rows are gone: the reconcile drops its tombstone
+    aws = start_aws()
+    aws.s3.put_object(Bucket=BUCKET, Key=KEY, Body=BODY)
+    mirror = Mirror(tmp_path, BUCKET)
+    sync_key(aws.s3, mirror, KEY)
+    aws.s3.delete_object(Bucket=BUCKET, Key=KEY)
+    sync_key(aws.s3, mirror, KEY)
+    assert mirror.entry(KEY) == MirrorEntry(KEY, deleted=True)
+
+    class UploadAfterReadingTombstones(Mirror):
+        reads = 0
+
+        def entries(self) -> dict[str, MirrorEntry]:
+            found = super().entries()
+            self.reads += 1
+            if self.reads == 2:  # the rows pass has read the tombstones: the key is uploaded (and written through)
+                aws.s3.put_object(Bucket=BUCKET, Key=KEY, Body=b"Maya: Back again.\n")
+                sync_key(aws.s3, self, KEY)
+            return found
+
+    # WHEN the key is uploaded again while the reconcile completes the delete
+    racing = UploadAfterReadingTombstones(tmp_path, BUCKET)
+    Reconciler(aws.s3, aws.sqs, racing, aws.queue.url, "us-east-1").run_once(db)
+
+    # THEN the new object stays on disk
+    assert racing.reads >= 2
+    assert Mirror(tmp_path, BUCKET).read(KEY)[1] == b"Maya: Back again.\n"
+
+
 def test_rows_are_never_removed_without_evidence_of_a_delete(start_aws, tmp_path, db):
     aws = start_aws()
     insert_row(db, KEY, "v-from-before-the-mirror")  # ingested before the mirror existed; moto lost the object
@@ -222,13 +254,13 @@ def test_a_mirror_entry_newer_than_the_listing_is_not_tombstoned(start_aws, tmp_
 
     def listing_then_upload(s3, bucket):
         state = list_bucket(s3, bucket)  # knows nothing of KEY yet
-        aws.s3.put_object(Bucket=BUCKET, Key=KEY, Body=BODY)  # `rag ingest` uploads and mirrors meanwhile
-        mirror.write(MirrorEntry(KEY, hashlib.md5(BODY).hexdigest()), BODY)
+        aws.s3.put_object(Bucket=BUCKET, Key=KEY, Body=BODY)  # an upload, written through to the mirror, meanwhile
+        durable.sync_key(aws.s3, mirror, KEY)
         return state
 
     monkeypatch.setattr(durable, "list_bucket", listing_then_upload)
     assert reconciler(aws, tmp_path).run_once().tombstoned == []
-    assert mirror.read(KEY) == (MirrorEntry(KEY, hashlib.md5(BODY).hexdigest()), BODY)
+    assert mirror.read(KEY) == (MirrorEntry(KEY, hashlib.md5(BODY).hexdigest(), "binary/octet-stream"), BODY)
 
     monkeypatch.setattr(durable, "list_bucket", list_bucket)
     aws.s3.delete_object(Bucket=BUCKET, Key=KEY)

@@ -9,13 +9,16 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import boto3
 import psycopg
 import pytest
-from botocore.exceptions import ClientError, EndpointConnectionError
+from botocore.exceptions import ClientError, ConnectionClosedError, EndpointConnectionError
 
 pytestmark = pytest.mark.slow
 
@@ -106,15 +109,34 @@ def test_a_killed_services_process_loses_nothing(tmp_path, database_url):
     assert not list(Path(local, "s3", BUCKET).glob("*.tmp"))
 
 
-def test_a_graceful_stop_loses_no_acknowledged_upload(tmp_path, database_url, monkeypatch):
-    """`rag down` while the worker is stuck in a batch: every upload moto acknowledged is there after `rag up`.
+@dataclass
+class StuckServices:
+    """`rag up`'s services whose worker hangs in the embedding call, and 51 uploads they acknowledged."""
 
-    The worker cannot help here (it holds one batch until it is killed), and the periodic reconcile
-    runs every few seconds: only the stop itself can put the last uploads on disk, and refuse the
-    ones that come after it.
-    """
-    from botocore.config import Config
+    settings: Any
+    endpoint: str
+    project: str  # the uploads' key prefix
+    s3: Any
+    uploads: dict[str, bytes]
+    fake: Any  # the fake OpenAI server the worker hangs in
 
+    def start_again(self) -> None:
+        from rag_local import supervisor
+
+        self.fake.embeddings_open.set()  # (the start embeds a warm-up text)
+        supervisor.start_services(self.settings, timeout=120)
+
+    def listed(self) -> dict[str, bytes]:
+        """Every object of the bucket, with its bytes."""
+        keys = [obj["Key"] for page in self.s3.get_paginator("list_objects_v2").paginate(Bucket=BUCKET)
+                for obj in page.get("Contents", [])]  # fmt: skip
+        return {key: self.s3.get_object(Bucket=BUCKET, Key=key)["Body"].read() for key in keys}
+
+
+@pytest.fixture
+def stuck_services(tmp_path, database_url, monkeypatch) -> Iterator[StuckServices]:
+    """The worker cannot help here (it holds one batch until it is killed), and the periodic reconcile runs
+    every few seconds: only the upload itself (or the stop) can put the last uploads on disk."""
     from rag.config import Settings
     from rag_local import supervisor
     from tests.embedding.fake_openai import FakeOpenAI
@@ -134,10 +156,9 @@ def test_a_graceful_stop_loses_no_acknowledged_upload(tmp_path, database_url, mo
     endpoint = f"http://127.0.0.1:{moto_port}"
     monkeypatch.setenv("AWS_ENDPOINT_URL", endpoint)  # what `rag up` sets for the services
     s3 = boto3.client("s3", region_name="us-east-1", endpoint_url=endpoint)
-    # A client that takes no for an answer: a refused upload is reported, never retried into the restart.
-    late_s3 = boto3.client("s3", region_name="us-east-1", endpoint_url=endpoint, config=Config(retries={"max_attempts": 1}))
     body = (FIXTURES / "design_meeting.txt").read_bytes()
-    uploads = {f"projects/graceful/meeting {i:02d}.txt": body + f"Maya: Item {i} is done.\n".encode() for i in range(50)}
+    project = f"projects/stuck-{uuid.uuid4().hex[:8]}"  # the rows of another test's first upload must not make this one a no-op
+    uploads = {f"{project}/first.txt": body}
 
     with FakeOpenAI() as fake:
         monkeypatch.setenv("OPENAI_BASE_URL", fake.base_url)
@@ -145,39 +166,58 @@ def test_a_graceful_stop_loses_no_acknowledged_upload(tmp_path, database_url, mo
         supervisor.start_services(settings, timeout=120)
         try:
             fake.embeddings_open.clear()  # from now on the worker's batch hangs in the embedding call
-            s3.put_object(Bucket=BUCKET, Key="projects/graceful/first.txt", Body=body)
-            uploads["projects/graceful/first.txt"] = body
+            s3.put_object(Bucket=BUCKET, Key=f"{project}/first.txt", Body=body)
             wait_for(lambda: len(fake.requests) > 1, "the worker to start embedding the first batch")
-
-            # WHEN 50 objects are uploaded (as `aws s3 cp` does) and the services are stopped right away,
-            # with uploads still coming while they stop
-            for key, data in uploads.items():
+            # 50 objects uploaded as `aws s3 cp` does (nothing but the upload itself)
+            for i in range(50):
+                key, data = f"{project}/meeting {i:02d}.txt", body + f"Maya: Item {i} is done.\n".encode()
                 s3.put_object(Bucket=BUCKET, Key=key, Body=data)
-            stopping = threading.Thread(target=supervisor.stop_services, args=(settings,), kwargs={"wait_seconds": 10})
-            stopping.start()
-            late_acknowledged, late_refused = {}, 0
-            while stopping.is_alive():
-                key, data = f"projects/graceful/late {len(late_acknowledged) + late_refused:03d}.txt", b"A: late.\n"
-                try:
-                    late_s3.put_object(Bucket=BUCKET, Key=key, Body=data)
-                    late_acknowledged[key] = data
-                except (ClientError, EndpointConnectionError):
-                    late_refused += 1
-                time.sleep(0.05)
-            stopping.join()
-
-            # THEN the next start holds every acknowledged upload, byte for byte
-            fake.embeddings_open.set()
-            supervisor.start_services(settings, timeout=120)
-            listed = {
-                obj["Key"]
-                for page in s3.get_paginator("list_objects_v2").paginate(Bucket=BUCKET)
-                for obj in page.get("Contents", [])
-            }
-            kept = {**uploads, **late_acknowledged}
-            assert sorted(listed) == sorted(kept)
-            assert all(s3.get_object(Bucket=BUCKET, Key=key)["Body"].read() == data for key, data in kept.items())
-            assert late_refused > 0  # the uploads that came after the last mirror pass were refused, not dropped
+                uploads[key] = data
+            yield StuckServices(settings, endpoint, project, s3, uploads, fake)
         finally:
             fake.embeddings_open.set()
             supervisor.stop_services(settings)
+
+
+def test_a_graceful_stop_loses_no_acknowledged_upload(stuck_services):
+    """`rag down` right after the uploads, with uploads still coming while it stops."""
+    from botocore.config import Config
+
+    from rag_local import supervisor
+
+    settings = stuck_services.settings
+    # A client that takes no for an answer: a refused upload is reported, never retried into the restart.
+    late_s3 = boto3.client("s3", region_name="us-east-1", endpoint_url=stuck_services.endpoint,
+                           config=Config(retries={"max_attempts": 1}))  # fmt: skip
+
+    # WHEN the services are stopped right after the uploads, with uploads still coming while they stop
+    stopping = threading.Thread(target=supervisor.stop_services, args=(settings,), kwargs={"wait_seconds": 10})
+    stopping.start()
+    late_acknowledged, late_refused = {}, 0
+    while stopping.is_alive():
+        key, data = f"{stuck_services.project}/late {len(late_acknowledged) + late_refused:03d}.txt", b"A: late.\n"
+        try:
+            late_s3.put_object(Bucket=BUCKET, Key=key, Body=data)
+            late_acknowledged[key] = data
+        except (ClientError, EndpointConnectionError, ConnectionClosedError):  # refused, or cut by the kill: not acknowledged
+            late_refused += 1
+        time.sleep(0.05)
+    stopping.join()
+
+    # THEN the next start holds every acknowledged upload, byte for byte
+    stuck_services.start_again()
+    assert stuck_services.listed() == {**stuck_services.uploads, **late_acknowledged}
+    assert late_refused > 0  # the uploads that came once the stop began were refused, not dropped
+
+
+def test_a_kill_right_after_the_uploads_loses_no_acknowledged_upload(stuck_services):
+    """No stop at all (kill -9 the moment the last upload is acknowledged): an acknowledged upload is on disk."""
+    from rag_local import supervisor
+
+    settings = stuck_services.settings
+    pid = supervisor.services_pid(settings)
+    assert pid is not None
+    os.kill(pid, signal.SIGKILL)  # no last mirror pass: moto's memory goes at once
+
+    stuck_services.start_again()
+    assert stuck_services.listed() == stuck_services.uploads

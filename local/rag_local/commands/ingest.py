@@ -79,24 +79,20 @@ def ingest_command(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _upload(settings: Settings, files: list[tuple[Path, str]], args: argparse.Namespace) -> dict[str, str]:
-    """Put each file into the bucket and its on-disk mirror; returns key -> SHA-256 of what was uploaded."""
+    """Put each file into the bucket (on disk once acknowledged: ``rag_local.durable``); returns key -> SHA-256 of what was uploaded."""
     import hashlib
 
     from tqdm import tqdm
 
     from rag.aws import s3_client
-    from rag_local.durable import Mirror, MirrorEntry, plain_etag
 
     s3 = s3_client(settings)
-    mirror = Mirror.for_settings(settings)
     expected: dict[str, str] = {}
     for file, relative in tqdm(files, desc="upload", unit="file", disable=args.quiet):
         data = file.read_bytes()
         key = f"projects/{args.project}/{relative}"
         metadata = {"tenant": args.tenant} if args.tenant else {}
-        response = s3.put_object(Bucket=settings.local_bucket, Key=key, Body=data, Metadata=metadata)
-        # On disk at once: from here on the upload survives a kill of the services (rag_local.durable).
-        mirror.write(MirrorEntry(key, plain_etag(response.get("ETag")), metadata=metadata), data)
+        s3.put_object(Bucket=settings.local_bucket, Key=key, Body=data, Metadata=metadata)
         expected[key] = hashlib.sha256(data).hexdigest()
     return expected
 
