@@ -36,14 +36,16 @@ SAMPLES = ("full", "candidates")
 # How the "candidates" sample was chosen: a sentence of a meeting not labelled in full is shown
 # for labelling when it has one of these cues (deliberately broad: recall of the positives, not precision).
 CANDIDATE_CUE = re.compile(
-    r"\b(?:decid\w*|decision|agree\w*|settled?|go with|going with|go for|stick with|we'?ll have|we will have"
-    r"|risk\w*|concern\w*|worr\w*|danger\w*|problem\w*|issue|fail\w*|break\w*|could (?:be|cause|lead)"
-    r"|might not|won't work|too expensive|if we don't|unless"
-    r"|I'?ll |I will |you'?ll |can you|could you|would you|will you|should (?:send|look|do|check|write)"
-    r"|action|next time|next meeting|by (?:monday|tuesday|wednesday|thursday|friday|next|the end|tomorrow)"
-    r"|send|e-?mail|report back|look into|find out|follow up|responsible"
-    r"|opportunit\w*|chance to|market\w*|sell\w*|save\w*|saving|cheaper|profit\w*|advantage|benefit\w*"
-    r"|recommend\w*|motion|carried|adopt\w*|approv\w*|undertak\w*|commit\w*)",
+    r"\b(?:decid\w*|decision|agree\w*|settled?|go with|going with|go for|stick with|final\w*|let ?'s (?:go|use|have|do|say|make|keep)"
+    r"|we(?: ?'ll| ?'re (?:gonna|going to)| will| are (?:gonna|going to)| have to| need to| must| should)"
+    r" (?:go|use|have|make|do|keep|put|stick|take)"
+    r"|risk\w*|concern\w*|worr\w*|danger\w*|problem\w*|issue|fail\w*|break\w*|could (?:be|cause|lead)|might not|won't work"
+    r"|too expensive|too much|if we don't|unless|difficult|challeng\w*"
+    r"|I ?'ll |I will |I ?'m (?:gonna|going to)|you ?'ll |can you|could you|would you|will you|should (?:send|look|do|check|write)"
+    r"|action|next time|next meeting|next week|by (?:monday|tuesday|wednesday|thursday|friday|next|the end|tomorrow)"
+    r"|send|e-?mail|report back|look into|find out|follow up|responsible|note to"
+    r"|opportunit\w*|chance to|market\w*|sell\w*|save\w*|saving|cheaper|profit\w*|advantage|benefit\w*|trend\w*|demand"
+    r"|recommend\w*|motion|carried|adopt\w*|approv\w*|undertak\w*|commit\w*|announc\w*|allocat\w*)",
     re.IGNORECASE,
 )
 
