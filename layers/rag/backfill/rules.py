@@ -23,24 +23,25 @@ A sentence, after leading fillers ("okay, so, right, ...") are dropped, is a
 - task: a commitment ("I'll / I will / I'm going to <verb>": the speaker), an
   assignment ("<Name> will", "the <role> will", "<Name>, please / can you", "action item for <Name>"), a
   request ("please", "can / could you": the addressee when named, else the next
-  speaker when they answer "sure / will do / I'll"), or "we need to". Due date:
-  weekdays, today, tomorrow, next week, end of week / month, "the 20th / twentieth",
-  ISO dates, resolved against the meeting date.
+  speaker when they answer "sure / will do / I'll"), or "we need to". Due date: the
+  deadline the sentence names, resolved against the meeting date (rag.backfill.due_dates).
 Questions are never decisions, risks or opportunities.
 """
 
 from __future__ import annotations
 
-import calendar
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import date, timedelta
+from datetime import date
 from typing import Any
 
+from rag.backfill.due_dates import due_date
 from rag.backfill.models import ItemKind, KnowledgeItem
 from rag.backfill.text import clip
 from rag.backfill.units import Unit
+
+__all__ = ["Match", "classify", "clean", "due_date", "extract_by_rules"]
 
 FILLERS = re.compile(
     r"^(?:(?:okay|ok|so|right|good|well|yeah|yes|sure|then|and|alright|great|fine|uh|um|er|ah|hmm|mm)\b[,.!:]?\s*)+", re.I
@@ -124,18 +125,6 @@ OPPORTUNITY_TYPES = {
     "product": ("demo", "feature", "version", "offer", "design"),
 }
 
-WEEKDAYS = {name.lower(): i for i, name in enumerate(calendar.day_name)}
-ORDINALS = {
-    word: i + 1
-    for i, word in enumerate(
-        "first second third fourth fifth sixth seventh eighth ninth tenth eleventh twelfth thirteenth fourteenth "
-        "fifteenth sixteenth seventeenth eighteenth nineteenth twentieth twenty-first twenty-second twenty-third "
-        "twenty-fourth twenty-fifth twenty-sixth twenty-seventh twenty-eighth twenty-ninth thirtieth thirty-first".split()
-    )
-}
-ISO_DATE = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
-DAY_OF_MONTH = re.compile(r"\bthe\s+(?P<day>\d{1,2})(?:st|nd|rd|th)\b|\bthe\s+(?P<word>[a-z]+(?:-[a-z]+)?)\b", re.I)
-
 
 @dataclass(frozen=True)
 class Match:
@@ -191,45 +180,6 @@ def _keyword_class(text: str, classes: dict[str, tuple[str, ...]], default: str)
         if any(word in lowered for word in words):
             return name
     return default
-
-
-def due_date(text: str, meeting_date: date | None) -> date | None:
-    """The deadline a sentence names; relative ones need the meeting date."""
-    if iso := ISO_DATE.search(text):
-        try:
-            return date(int(iso[1]), int(iso[2]), int(iso[3]))
-        except ValueError:
-            return None
-    if meeting_date is None:
-        return None
-    lowered = text.lower()
-    for name, weekday in WEEKDAYS.items():
-        if re.search(rf"\b{name}\b", lowered):
-            return meeting_date + timedelta(days=(weekday - meeting_date.weekday()) % 7 or 7)
-    if re.search(r"\btoday\b|\bthis afternoon\b|\btonight\b", lowered):
-        return meeting_date
-    if "tomorrow" in lowered:
-        return meeting_date + timedelta(days=1)
-    if re.search(r"\bend of (?:the )?week\b", lowered):
-        return meeting_date + timedelta(days=(4 - meeting_date.weekday()) % 7)
-    if re.search(r"\bend of (?:the )?month\b", lowered):
-        return meeting_date.replace(day=calendar.monthrange(meeting_date.year, meeting_date.month)[1])
-    if re.search(r"\bnext week\b", lowered):
-        return meeting_date + timedelta(days=7)
-    for match in DAY_OF_MONTH.finditer(lowered):
-        day = int(match["day"]) if match["day"] else ORDINALS.get(match["word"] or "")
-        if day and 1 <= day <= 31:
-            return _next_day_of_month(meeting_date, day)
-    return None
-
-
-def _next_day_of_month(after: date, day: int) -> date | None:
-    year, month = after.year, after.month
-    for _ in range(2):
-        if day <= calendar.monthrange(year, month)[1] and date(year, month, day) >= after:
-            return date(year, month, day)
-        year, month = (year + 1, 1) if month == 12 else (year, month + 1)
-    return None
 
 
 def extract_by_rules(units: Sequence[Unit], segment_id: int | None, meeting_date: date | None) -> list[KnowledgeItem]:
