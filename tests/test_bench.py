@@ -58,3 +58,128 @@ def test_the_peers_are_also_timed_on_the_queries_where_every_path_returned_ten_r
 
     assert "(the 2 queries where every path returned 10 rows)" in lines[2]
     assert [line.split()[1] for line in lines[3:]] == ["full", "short"] and len(lines[3].split()) == 4
+
+
+def import_knowledge_quality():
+    sys.path.insert(0, str(BENCH))
+    try:
+        import knowledge_quality
+    finally:
+        sys.path.remove(str(BENCH))
+    return knowledge_quality
+
+
+def test_knowledge_items_match_labels_of_their_kind_meeting_and_turns_and_later_mentions_count_for_nothing():
+    kq = import_knowledge_quality()
+    Place, Label, Extracted = kq.Place, kq.Label, kq.Extracted
+    labels = [
+        Label("D1", "decision", Place("a.txt", 3, 4), "q", updates=(Place("b.txt", 7, 7),)),
+        Label("R1", "risk", Place("a.txt", 9, 9), "q"),
+    ]
+    extracted = [
+        Extracted(1, "decision", Place("a.txt", 4, 4)),  # overlaps D1: right
+        Extracted(2, "decision", Place("a.txt", 3, 3)),  # a duplicate of D1: wrong
+        Extracted(3, "decision", Place("c.txt", 3, 4)),  # same turns, another meeting: wrong
+        Extracted(4, "risk", Place("a.txt", 3, 3)),  # D1's turn, another kind: wrong
+        Extracted(5, "decision", Place("b.txt", 6, 8)),  # D1 reported again later: neither
+    ]
+
+    matching = kq.match(labels, extracted)
+    figures = kq.score(labels, extracted, matching)
+
+    assert matching.pairs["D1"].id == 2  # the narrowest first, then the one starting nearest the label
+    assert [i.id for i in matching.false_positives] == [1, 3, 4] and [i.id for i in matching.neutral] == [5]
+    assert figures["decision_precision"] == {"value": 0.333, "n": 1, "of": 3}
+    assert figures["decision_recall"] == {"value": 1.0, "n": 1, "of": 1}
+    assert figures["risk_precision"] == {"value": 0.0, "n": 0, "of": 1}
+    assert figures["risk_recall"] == {"value": 0.0, "n": 0, "of": 1}
+    assert figures["task_recall"] == {"value": None, "n": 0, "of": 0}
+
+
+def test_task_owner_due_and_status_are_scored_on_the_matched_tasks_against_their_state_after_all_meetings():
+    kq = import_knowledge_quality()
+    Place, Label, Extracted = kq.Place, kq.Label, kq.Extracted
+    d = kq.date
+    labels = [
+        Label("T1", "task", Place("m.vtt", 1, 2), "q", owner="Dana Kim", due=d(2026, 2, 13), status="done"),
+        Label("T2", "task", Place("m.vtt", 5, 5), "q", owner="Tom Becker", due=None, status="open"),
+        Label("T3", "task", Place("m.vtt", 8, 8), "q", owner="Priya Nair", due=d(2026, 3, 2), status="cancelled"),
+        Label("T4", "task", Place("n.md", 12, 12), "q", owner="Elena Rossi", due=None, status="open"),  # missed
+    ]
+    extracted = [
+        Extracted(1, "task", Place("m.vtt", 2, 2), assignee="dana  kim", due=d(2026, 2, 13), status="open"),
+        Extracted(2, "task", Place("m.vtt", 5, 5), assignee="Tom", due=None, status="blocked"),
+        Extracted(3, "task", Place("m.vtt", 7, 9), assignee="Priya Nair", due=d(2026, 3, 3), status="canceled"),
+    ]
+
+    figures = kq.score(labels, extracted, kq.match(labels, extracted))
+
+    assert figures["task_precision"]["value"] == 1.0 and figures["task_recall"] == {"value": 0.75, "n": 3, "of": 4}
+    assert figures["task_owner_right"] == {"value": 0.667, "n": 2, "of": 3}  # "Tom" is not the canonical name
+    assert figures["task_due_right"] == {"value": 0.667, "n": 2, "of": 3}  # no date for no date is right
+    assert figures["task_status_right"] == {"value": 0.667, "n": 2, "of": 3}  # blocked is open, canceled cancelled
+    assert figures["task_status_right_changed_later"] == {"value": 0.5, "n": 1, "of": 2}
+
+
+def test_a_superseded_decision_is_recognised_when_its_item_is_marked_and_any_link_points_to_its_successor():
+    kq = import_knowledge_quality()
+    Place, Label, Extracted = kq.Place, kq.Label, kq.Extracted
+    labels = [
+        Label("D1", "decision", Place("a.txt", 1, 1), "q", superseded_by="D4"),
+        Label("D2", "decision", Place("a.txt", 2, 2), "q", superseded_by="D4"),
+        Label("D3", "decision", Place("a.txt", 3, 3), "q", superseded_by="D4"),
+        Label("D5", "decision", Place("a.txt", 5, 5), "q", superseded_by="D4"),  # never extracted
+        Label("D4", "decision", Place("b.txt", 0, 0), "q"),
+    ]
+    extracted = [
+        Extracted(1, "decision", Place("a.txt", 1, 1), status="superseded"),  # marked, no link: recognised
+        Extracted(2, "decision", Place("a.txt", 2, 2), superseded_by=40),  # linked to D4's item: recognised
+        Extracted(3, "decision", Place("a.txt", 3, 3), superseded_by=2),  # linked to another: not
+        Extracted(40, "decision", Place("b.txt", 0, 0), status="agreed"),
+    ]
+
+    figures = kq.score(labels, extracted, kq.match(labels, extracted))
+
+    assert figures["superseded_recognised"] == {"value": 0.5, "n": 2, "of": 4}
+    assert "| superseded decisions recognised | 2 of 4 |" in kq.format_table(figures)
+    assert "| decisions precision / recall | 1.00 (4/4) / 0.80 (4/5) |" in kq.format_table(figures)
+
+
+def test_markdown_items_are_placed_on_the_lines_their_characters_span():
+    kq = import_knowledge_quality()
+    body = "# Notes\n\n## Decisions\n\n- Price is $89.\n- Two colors.\n"
+
+    assert kq.line_range(body, body.index("- Price"), body.index("- Two") - 1) == (5, 5)
+    assert kq.line_range(body, body.index("- Price"), len(body)) == (5, 6)
+    assert kq.line_range(body, 0, 0) == (1, 1)
+
+
+def test_the_labelled_projects_quote_the_turns_and_lines_the_parsers_give():
+    from rag.parsing import parse_document
+
+    kq = import_knowledge_quality()
+    projects = sorted(p for p in (BENCH / "projects").iterdir() if (p / "labels.jsonl").is_file())
+    assert len(projects) >= 2
+    for project in projects:
+        labels = kq.load_labels(project / "labels.jsonl")
+        places = {}
+        for path in kq.meeting_files(project):
+            parsed = parse_document(path.read_bytes(), path.name)
+            places[path.name] = [t.text for t in parsed.turns] if parsed.turns else parsed.text.split("\n")
+        assert {path.suffix for path in kq.meeting_files(project)} == {".txt", ".vtt", ".srt", ".json", ".md"}
+        assert kq.check_quotes(labels, places) == []
+        assert {label.kind for label in labels} == set(kq.KINDS)
+
+
+def test_a_label_quoting_words_its_place_does_not_hold_is_reported():
+    kq = import_knowledge_quality()
+    label = kq.parse_label(
+        {"id": "T1", "kind": "task", "meeting": "a.txt", "turns": [1, 1], "quote": "by Friday", "owner": "Dana Kim",
+         "due": "2026-02-06", "status": "done",
+         "updates": [{"meeting": "b.md", "line": 2, "quote": "prototype done", "change": "done"}]}
+    )  # fmt: skip
+
+    wrong = kq.check_quotes([label], {"a.txt": ["Hi.", "I'll have it by friday."], "b.md": ["# B", "- nothing yet"]})
+
+    assert label.due == kq.date(2026, 2, 6) and label.updates == (kq.Place("b.md", 2, 2),)
+    assert wrong == ["T1 update 0: 'prototype done' is not in Place(meeting='b.md', first=2, last=2)"]

@@ -1,0 +1,417 @@
+"""Knowledge extraction quality: the offline backfill on a labelled multi-meeting project, scored against its labels.
+
+    .venv/bin/python bench/knowledge_quality.py bench/projects/desk-lamp-launch [--json]
+
+The project folder holds the meetings (``YYYY-MM-DD-*.txt|.vtt|.srt|.json|.md``, the date in the
+name is the meeting's date) and ``labels.jsonl``: one decision, risk, opportunity or task per line,
+as a careful note-taker would record it. Each label names its ``meeting`` (file name), where it was
+said (``turns: [first, last]``, 0-based and inclusive, for transcripts; ``line`` (1-based) for
+Markdown notes) and a ``quote`` of those words; decisions carry ``superseded_by`` (the id of the
+later decision that replaced it, or null), risks ``status`` (open/closed), tasks ``owner`` and
+``due`` (after every meeting: a handover changes the owner, a new date the due date; null when no
+date was said) and ``status`` (open/done/cancelled). ``updates`` lists the later places where the
+item is restated, reported done, handed over or closed.
+
+The meetings are ingested as the ingest Lambda does (parse, chunk, embed, write) into a database of
+the script's own on DATABASE_URL's server or the embedded one of ``rag up`` (created, migrated and
+dropped), the backfill's stages run to completion with no chat model (unless ``--llm``), and the
+extracted decisions, risks, opportunities and tasks are read back and scored.
+
+Matching (``match``): an extracted item matches a label when both are of the same kind, come from
+the same meeting and their places overlap: the item's turn range ``[start_turn, end_turn]`` meets
+the label's ``turns``, or, in Markdown notes, the lines the item's characters span include the
+label's ``line``. Each label matches at most one item and each item at most one label; among
+overlapping pairs the narrowest item is taken first, then the one starting nearest the label. An
+item left unmatched that overlaps one of a same-kind label's ``updates`` (a restatement, a "done")
+is neither right nor wrong; every other unmatched item is a false positive, duplicates included.
+
+Figures (``score``): precision = matched items / (items - neutral ones) and recall = matched labels
+/ labels, per kind; over the matched tasks, the share whose assignee is the label's owner (case and
+spacing ignored), whose due date is the label's (no date for no date counts as right), whose status
+is the label's final status (``done`` and ``cancelled``/``canceled`` as such, any other status is
+open), and the same status share over the labels changed in a later meeting; superseded decisions
+recognised: of the labels with ``superseded_by``, those whose matched item is marked superseded
+(``status = 'superseded'`` or a ``superseded_by`` link, which when present must point to the item
+matched to the replacing label).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+KINDS = ("decision", "risk", "opportunity", "task")
+TABLES = {"decision": "decisions", "risk": "risks", "opportunity": "opportunities", "task": "tasks"}
+MEETING_SUFFIXES = {".txt", ".vtt", ".srt", ".json", ".md"}
+
+
+@dataclass(frozen=True)
+class Place:
+    """Where something was said: a meeting and an inclusive range of turns (transcripts) or lines (Markdown)."""
+
+    meeting: str
+    first: int
+    last: int
+
+    def overlaps(self, other: Place) -> bool:
+        return self.meeting == other.meeting and self.first <= other.last and other.first <= self.last
+
+
+@dataclass(frozen=True)
+class Label:
+    id: str
+    kind: str
+    place: Place
+    quote: str
+    owner: str | None = None
+    due: date | None = None
+    status: str | None = None  # tasks: open | done | cancelled; risks: open | closed
+    superseded_by: str | None = None
+    updates: tuple[Place, ...] = ()
+    update_quotes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Extracted:
+    id: int
+    kind: str
+    place: Place
+    description: str = ""
+    assignee: str | None = None
+    due: date | None = None
+    status: str | None = None
+    superseded_by: int | None = None
+
+
+@dataclass
+class Matching:
+    pairs: dict[str, Extracted] = field(default_factory=dict)  # label id -> its item
+    neutral: list[Extracted] = field(default_factory=list)  # unmatched items on a label's later mention
+    false_positives: list[Extracted] = field(default_factory=list)
+
+
+def _place(meeting: str, entry: dict[str, Any]) -> Place:
+    if "turns" in entry:
+        first, last = entry["turns"]
+        return Place(meeting, int(first), int(last))
+    return Place(meeting, int(entry["line"]), int(entry["line"]))
+
+
+def parse_label(entry: dict[str, Any]) -> Label:
+    """One line of labels.jsonl as a Label (ValueError naming the label when a field is wrong)."""
+    if entry.get("kind") not in KINDS:
+        raise ValueError(f"label {entry.get('id')!r}: kind must be one of {', '.join(KINDS)}, got {entry.get('kind')!r}")
+    try:
+        return Label(
+            id=entry["id"],
+            kind=entry["kind"],
+            place=_place(entry["meeting"], entry),
+            quote=entry["quote"],
+            owner=entry.get("owner"),
+            due=date.fromisoformat(entry["due"]) if entry.get("due") else None,
+            status=entry.get("status"),
+            superseded_by=entry.get("superseded_by"),
+            updates=tuple(_place(u["meeting"], u) for u in entry.get("updates", [])),
+            update_quotes=tuple(u["quote"] for u in entry.get("updates", [])),
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ValueError(f"label {entry.get('id')!r}: {type(exc).__name__}: {exc}") from exc
+
+
+def load_labels(path: Path) -> list[Label]:
+    labels = [parse_label(json.loads(line)) for line in path.read_text().splitlines() if line.strip()]
+    ids = [label.id for label in labels]
+    if len(set(ids)) != len(ids):
+        raise ValueError(f"{path}: label ids repeat")
+    unknown = {label.superseded_by for label in labels if label.superseded_by} - set(ids)
+    if unknown:
+        raise ValueError(f"{path}: superseded_by names no label: {sorted(unknown)}")
+    return labels
+
+
+def line_range(body: str, start_char: int, end_char: int) -> tuple[int, int]:
+    """The 1-based lines ``body[start_char:end_char]`` spans (an empty span: the line it sits on)."""
+    first = body.count("\n", 0, start_char) + 1
+    return first, body.count("\n", 0, max(end_char - 1, start_char)) + 1
+
+
+def match(labels: Sequence[Label], extracted: Sequence[Extracted]) -> Matching:
+    """Pair labels with extracted items (the rule is in the module docstring)."""
+    candidates = [
+        (item.place.last - item.place.first, abs(item.place.first - label.place.first), label.id, item.id, label, item)
+        for label in labels
+        for item in extracted
+        if item.kind == label.kind and item.place.overlaps(label.place)
+    ]
+    matching = Matching()
+    taken: set[int] = set()
+    for *_, label, item in sorted(candidates, key=lambda c: c[:4]):
+        if label.id not in matching.pairs and item.id not in taken:
+            matching.pairs[label.id] = item
+            taken.add(item.id)
+    for item in extracted:
+        if item.id in taken:
+            continue
+        later_mention = any(
+            label.kind == item.kind and any(item.place.overlaps(update) for update in label.updates) for label in labels
+        )
+        (matching.neutral if later_mention else matching.false_positives).append(item)
+    return matching
+
+
+def _ratio(numerator: int, denominator: int) -> dict[str, Any]:
+    return {"value": round(numerator / denominator, 3) if denominator else None, "n": numerator, "of": denominator}
+
+
+def _same_person(a: str | None, b: str | None) -> bool:
+    return a is not None and b is not None and " ".join(a.split()).casefold() == " ".join(b.split()).casefold()
+
+
+def task_status(status: str | None) -> str:
+    """A stored task status as open / done / cancelled."""
+    status = (status or "open").casefold()
+    return {"done": "done", "cancelled": "cancelled", "canceled": "cancelled"}.get(status, "open")
+
+
+def score(labels: Sequence[Label], extracted: Sequence[Extracted], matching: Matching) -> dict[str, Any]:
+    """Every figure of the report, each as ``{"value", "n", "of"}`` (value None when there is nothing to count)."""
+    figures: dict[str, Any] = {}
+    neutral = {item.id for item in matching.neutral}
+    for kind in KINDS:
+        kind_labels = [label for label in labels if label.kind == kind]
+        kind_items = [item for item in extracted if item.kind == kind and item.id not in neutral]
+        found = [label for label in kind_labels if label.id in matching.pairs]
+        figures[f"{kind}_precision"] = _ratio(len(found), len(kind_items))
+        figures[f"{kind}_recall"] = _ratio(len(found), len(kind_labels))
+    tasks = [(label, matching.pairs[label.id]) for label in labels if label.kind == "task" and label.id in matching.pairs]
+    figures["task_owner_right"] = _ratio(sum(_same_person(item.assignee, label.owner) for label, item in tasks), len(tasks))
+    figures["task_due_right"] = _ratio(sum(item.due == label.due for label, item in tasks), len(tasks))
+    figures["task_status_right"] = _ratio(sum(task_status(item.status) == label.status for label, item in tasks), len(tasks))
+    changed = [(label, item) for label, item in tasks if label.status != "open"]
+    figures["task_status_right_changed_later"] = _ratio(
+        sum(task_status(item.status) == label.status for label, item in changed), len(changed)
+    )
+    superseded = [label for label in labels if label.kind == "decision" and label.superseded_by]
+    figures["superseded_recognised"] = _ratio(sum(_recognised(label, matching) for label in superseded), len(superseded))
+    figures["counts"] = {
+        "labels": {kind: sum(label.kind == kind for label in labels) for kind in KINDS},
+        "extracted": {kind: sum(item.kind == kind for item in extracted) for kind in KINDS},
+        "neutral": len(matching.neutral),
+    }
+    return figures
+
+
+def _recognised(label: Label, matching: Matching) -> bool:
+    item = matching.pairs.get(label.id)
+    if item is None or not (item.status == "superseded" or item.superseded_by is not None):
+        return False
+    if item.superseded_by is None:
+        return True
+    successor = matching.pairs.get(label.superseded_by or "")
+    return successor is not None and successor.id == item.superseded_by
+
+
+TABLE_ROWS = (
+    ("decisions precision / recall", ("decision_precision", "decision_recall")),
+    ("risks precision / recall", ("risk_precision", "risk_recall")),
+    ("opportunities precision / recall", ("opportunity_precision", "opportunity_recall")),
+    ("tasks precision / recall", ("task_precision", "task_recall")),
+    ("task owner right", ("task_owner_right",)),
+    ("task due date right", ("task_due_right",)),
+    ("task status right", ("task_status_right",)),
+    ("task status right (changed in a later meeting)", ("task_status_right_changed_later",)),
+    ("superseded decisions recognised", ("superseded_recognised",)),
+)
+
+
+def format_table(figures: dict[str, Any]) -> list[str]:
+    """The report as Markdown table rows: each figure with the counts behind it."""
+
+    def cell(f: dict[str, Any]) -> str:
+        value = "-" if f["value"] is None else f"{f['value']:.2f}"
+        return f"{value} ({f['n']}/{f['of']})"
+
+    lines = ["| figure | measured |", "|---|---|"]
+    for title, keys in TABLE_ROWS:
+        if keys == ("superseded_recognised",):
+            f = figures[keys[0]]
+            lines.append(f"| {title} | {f['n']} of {f['of']} |")
+        else:
+            lines.append(f"| {title} | {' / '.join(cell(figures[k]) for k in keys)} |")
+    return lines
+
+
+def check_quotes(labels: Iterable[Label], places: dict[str, list[str]]) -> list[str]:
+    """Labels (and later mentions) whose quote is not in the text of their place.
+
+    ``places``: meeting -> the text of each turn (transcripts) or line (Markdown notes).
+    """
+    wrong = []
+    for label in labels:
+        quoted = [(label.id, label.place, label.quote)]
+        quoted += [(f"{label.id} update {i}", *pq) for i, pq in enumerate(zip(label.updates, label.update_quotes))]
+        for name, place, quote in quoted:
+            texts = places.get(place.meeting)
+            if texts is None:
+                wrong.append(f"{name}: no meeting {place.meeting!r}")
+                continue
+            markdown = place.meeting.endswith(".md")
+            first, last = (place.first - 1, place.last) if markdown else (place.first, place.last + 1)
+            said = " ".join(texts[max(first, 0) : last])
+            if " ".join(quote.split()).casefold() not in " ".join(said.split()).casefold():
+                wrong.append(f"{name}: {quote!r} is not in {place}")
+    return wrong
+
+
+# ---- the database side: ingest, backfill, read back --------------------------------------------
+
+
+def meeting_files(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.iterdir() if p.suffix in MEETING_SUFFIXES and p.name[:4].isdigit())
+
+
+def ingest(conn: Any, settings: Any, embedder: Any, folder: Path, tenant: str) -> dict[str, list[str]]:
+    """Each meeting as the ingest Lambda writes it; returns meeting -> text of each turn (or line, for notes)."""
+    from rag.chunking import chunk_document
+    from rag.ingest import document_fields
+    from rag.parsing import parse_document
+    from rag.store import documents as repo
+
+    places: dict[str, list[str]] = {}
+    for path in meeting_files(folder):
+        key = f"projects/{folder.name}/{path.name}"
+        parsed = parse_document(path.read_bytes(), path.name)
+        fields = document_fields(key, {})
+        fields = repo.DocumentFields(
+            title=parsed.title or path.stem,
+            meeting_date=fields.meeting_date or parsed.meeting_date,
+            participants=parsed.participants or list(dict.fromkeys(t.speaker for t in parsed.turns)),
+        )
+        max_tokens = min(settings.chunk_tokens, embedder.max_input_tokens)
+        chunks = chunk_document(parsed, embedder.count_tokens, max_tokens, settings.chunk_overlap_tokens)
+        vectors = embedder.embed([c.text for c in chunks])
+        source = repo.SourceObject(tenant_id=tenant, project_id=folder.name, bucket="bench", key=key)
+        repo.replace_document(conn, source, fields, parsed, chunks, vectors, embedder.model_id)
+        places[path.name] = [t.text for t in parsed.turns] if parsed.turns else parsed.text.split("\n")
+        print(f"  ingested {path.name}: {parsed.format}, {len(parsed.turns)} turns, {len(chunks)} chunks", flush=True)
+    return places
+
+
+def run_backfill(conn: Any, settings: Any, embedder: Any, batch_size: int = 10) -> None:
+    """Every stage in order, batch after batch, until none is left (failures are reported, not fatal)."""
+    from rag.backfill.stages import run_named_stage
+    from rag.store.backfill_queue import STAGES
+
+    for stage in STAGES:
+        processed = failed = 0
+        while True:
+            result = run_named_stage(conn, settings, stage, batch_size, embedder=embedder)
+            processed, failed = processed + result.processed, failed + result.failed
+            if result.remaining == 0 or result.processed + result.failed == 0:
+                break
+        print(f"  backfill {stage:<8} {processed} processed, {failed} failed", flush=True)
+    errors = conn.execute("SELECT object_key, backfill_error FROM documents WHERE backfill_error IS NOT NULL").fetchall()
+    for key, error in errors:
+        print(f"  backfill error in {key}: {error}", file=sys.stderr)
+
+
+def read_extracted(conn: Any, tenant: str) -> list[Extracted]:
+    """The four knowledge tables' rows, placed by meeting and turn range (lines for Markdown notes)."""
+    items: list[Extracted] = []
+    for kind, table in TABLES.items():
+        columns = {
+            row[0] for row in conn.execute("SELECT column_name FROM information_schema.columns WHERE table_name = %s", (table,))
+        }
+        wanted = ["assignee", "due_date", "status", "superseded_by"]
+        extra = ", ".join(f"k.{c}" if c in columns else f"NULL AS {c}" for c in wanted)
+        rows = conn.execute(
+            f"SELECT k.id, d.object_key, d.format, d.body, k.start_turn, k.end_turn, k.start_char, k.end_char,"
+            f" k.description, {extra} FROM {table} k JOIN documents d ON d.id = k.document_id"
+            " WHERE k.tenant_id = %s ORDER BY k.id",
+            (tenant,),
+        ).fetchall()
+        for (id_, key, fmt, body, start_turn, end_turn, start_char, end_char, description,
+             assignee, due, status, superseded_by) in rows:  # fmt: skip
+            meeting = key.rsplit("/", 1)[-1]
+            if start_turn is not None and fmt != "markdown":
+                place = Place(meeting, start_turn, end_turn if end_turn is not None else start_turn)
+            else:
+                place = Place(meeting, *line_range(body, start_char, end_char))
+            items.append(
+                Extracted(
+                    id=id_, kind=kind, place=place, description=description, assignee=assignee, due=due,
+                    status=status, superseded_by=superseded_by,
+                )
+            )  # fmt: skip
+    return items
+
+
+def measure(folder: Path, *, keep_llm: bool, batch_size: int) -> tuple[list[Label], list[Extracted], Matching]:
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from common import bench_database
+    from rag.config import Settings
+    from rag.embedding import get_embedder
+    from rag.store.connection import connect
+    from rag.store.migrations import migrate_database
+    from rag_local.backfill import quiet_powertools
+
+    quiet_powertools()
+    labels = load_labels(folder / "labels.jsonl")
+    tenant = "bench"
+    with bench_database() as url:
+        settings = Settings(database_url=url) if keep_llm else Settings(database_url=url, llm_provider="none")
+        print(f"database ready; embedding with {settings.embedding_model_id}, chat model: {settings.llm_provider}", flush=True)
+        migrate_database(settings, url)
+        embedder = get_embedder(settings)
+        with connect(url) as conn:
+            places = ingest(conn, settings, embedder, folder, tenant)
+            wrong = check_quotes(labels, places)
+            if wrong:
+                raise SystemExit("labels that do not quote their place:\n  " + "\n  ".join(wrong))
+            run_backfill(conn, settings, embedder, batch_size)
+            extracted = read_extracted(conn, tenant)
+    return labels, extracted, match(labels, extracted)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("project", type=Path, help="a folder of meetings with labels.jsonl")
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON (progress goes to stderr)")
+    parser.add_argument("--llm", action="store_true", help="keep the configured chat model (default: the offline backfill)")
+    parser.add_argument("--batch-size", type=int, default=10)
+    parser.add_argument("--show", action="store_true", help="also list the missed labels and the false positives")
+    args = parser.parse_args()
+    if not (args.project / "labels.jsonl").is_file():
+        print(f"{args.project}: no labels.jsonl", file=sys.stderr)
+        return 1
+    if args.json:
+        sys.stdout = sys.stderr  # progress lines; the JSON goes to the real stdout below
+    labels, extracted, matching = measure(args.project, keep_llm=args.llm, batch_size=args.batch_size)
+    figures = score(labels, extracted, matching)
+    if args.json:
+        sys.stdout = sys.__stdout__
+        print(json.dumps({"project": args.project.name, **figures}, indent=2))
+        return 0
+    print(
+        f"\n{args.project.name}: {len(labels)} labels, {len(extracted)} extracted items, {len(matching.neutral)} on later mentions"
+    )
+    print("\n".join(format_table(figures)))
+    if args.show:
+        print("\nmissed:")
+        for label in labels:
+            if label.id not in matching.pairs:
+                print(f"  {label.id} {label.kind} {label.place.meeting}@{label.place.first}: {label.quote}")
+        print("false positives:")
+        for item in matching.false_positives:
+            print(f"  {item.kind} {item.place.meeting}@{item.place.first}-{item.place.last}: {item.description[:100]}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
