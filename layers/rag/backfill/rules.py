@@ -25,6 +25,7 @@ A sentence, after leading fillers ("okay, so, right, ...") are dropped, is a
   request ("please", "can / could you": the addressee when named, else the next
   speaker when they answer "sure / will do / I'll"), or "we need to". Due date: the
   deadline the sentence names, resolved against the meeting date (rag.backfill.due_dates).
+  Assignee: the person's one form among the meeting's speakers (rag.backfill.owners).
 Questions are never decisions, risks or opportunities.
 """
 
@@ -38,6 +39,7 @@ from typing import Any
 
 from rag.backfill.due_dates import due_date
 from rag.backfill.models import ItemKind, KnowledgeItem
+from rag.backfill.owners import People
 from rag.backfill.text import clip
 from rag.backfill.units import Unit
 
@@ -81,9 +83,10 @@ OPPORTUNITY = _any(
     r"\bopportunit(?:y|ies)\b", r"\bwe\s+could\s+also\b", r"\bpotential\s+to\b", r"\bthere(?:'s|\s+is)\s+potential\b",
     r"\bcould\s+save\b", r"\bupsell\b", r"\bnew\s+market\b", r"\bcould\s+(?:expand|grow|win|sell)\b",
 )  # fmt: skip
-# Verbs of running the conversation itself ("I'll start", "I'll pick up on that"), never tasks.
+# Verbs of running the conversation itself ("I'll start", "I'll pick up on that"), never tasks; "I'll have a
+# prototype ready" and "I'll bring two samples" are ("I'll have to say", "I'll bring up" are not).
 MEETING_VERBS = (
-    r"be|say|admit|bet|guess|think|have|go\s+with|leave|see|tell\s+you\s+what|start|begin|pick|come|bring|ask|try"
+    r"be|say|admit|bet|guess|think|have\s+to|go\s+with|leave|see|tell\s+you\s+what|start|begin|pick|come|bring\s+(?:up|in)|ask|try"
     r"|pursue|move|hand|turn|stop|explain|answer|repeat|continue|make\s+an\s+example|keep\s+it|go\s+(?:on|back|through)"
 )
 SELF_COMMITMENT = re.compile(rf"\bI(?:'ll|\s+will|'m\s+going\s+to|\s+am\s+going\s+to)\s+(?!(?:{MEETING_VERBS})\b)\w+", re.I)
@@ -94,11 +97,11 @@ ROLE_COMMITMENT = re.compile(
 )
 NOT_NAMES = {"It", "That", "This", "There", "We", "They", "He", "She", "You", "Which", "What", "Who", "Then", "So",
              "Everyone", "Nobody", "Someone", "Everything", "Nothing", "Where", "When", "How", "If"}  # fmt: skip
-VOCATIVE_REQUEST = re.compile(r"^(?P<name>[A-Z][a-z]+),\s+(?:please|can\s+you|could\s+you|would\s+you)\b")
+VOCATIVE_REQUEST = re.compile(r"^(?P<name>[A-Z][a-z]+(?:\s+[A-Z][a-z]+)?),\s+(?:please|can\s+you|could\s+you|would\s+you)\b")
 REQUEST = re.compile(r"^(?:please|can\s+you|could\s+you|would\s+you)\b|\bplease\s+\w+", re.I)
 # "Can you explain ...?" asks for an answer now, not for work after the meeting.
 ASKS_TO_TALK = re.compile(
-    r"^(?:\w+,\s+)?(?:can|could|would)\s+you\s+(?:just\s+|briefly\s+|perhaps\s+)?"
+    r"^(?:\w+(?:\s+\w+)?,\s+)?(?:can|could|would)\s+you\s+(?:just\s+|briefly\s+|perhaps\s+)?"
     r"(?:explain|describe|tell|say|answer|set\s+out|clarify|outline|talk|expand|elaborate|comment|give\s+us|confirm|"
     r"update\s+us|share\s+with\s+us|remind)\b",
     re.I,
@@ -182,8 +185,12 @@ def _keyword_class(text: str, classes: dict[str, tuple[str, ...]], default: str)
     return default
 
 
-def extract_by_rules(units: Sequence[Unit], segment_id: int | None, meeting_date: date | None) -> list[KnowledgeItem]:
-    """Items of one segment's sentences, in order."""
+def extract_by_rules(
+    units: Sequence[Unit], segment_id: int | None, meeting_date: date | None, people: People | None = None
+) -> list[KnowledgeItem]:
+    """Items of one segment's sentences, in order; a task's assignee in the one form ``people`` knows
+    (by default the segment's speakers)."""
+    people = people or People.of(unit.speaker for unit in units)
     items: list[KnowledgeItem] = []
     for position, unit in enumerate(units):
         for match in classify(unit.text, unit.speaker, meeting_date):
@@ -193,8 +200,8 @@ def extract_by_rules(units: Sequence[Unit], segment_id: int | None, meeting_date
             if match.kind == "decision" and len(description.split()) <= 2 and position > 0:  # a bare "Agreed."
                 first = units[position - 1]
                 description = clean(first.text)
-            if match.kind == "task" and fields["assignee"] is None:
-                fields["assignee"] = _accepting_speaker(units, position)
+            if match.kind == "task":
+                fields["assignee"] = people.canonical(fields["assignee"] or _accepting_speaker(units, position))
             if match.kind == "risk":
                 fields["mitigation"] = _mitigation(units, position)
             items.append(

@@ -1,0 +1,76 @@
+"""One name per person: the canonical form of a speaker label or a name someone says.
+
+A task's owner is written the way a careful note-taker writes it: the person's fullest name
+among the meeting's speakers (and, when given, the names the project already knows), whatever
+form was spoken. "Dana Kim (Firmware)" (a Teams label with the department) is Dana Kim; "Dana",
+"dana" and "Kim" are Dana Kim when she is the only Dana / Kim; when two people share the name
+("Dana Kim" and "Dana Lee") a bare "Dana" stays "Dana" rather than picking one. Role labels
+("Project Manager", "Marketing") and generic labels ("Speaker 1") are names of their own and stay
+as they are.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+# A trailing "(Firmware)" or "[Contoso]": the label's department, company or role, not the name.
+QUALIFIER = re.compile(r"\s*[(\[][^)\]]*[)\]]\s*$")
+
+
+def clean_label(label: str) -> str:
+    """A speaker label without its trailing qualifiers, whitespace normalised."""
+    text = " ".join(label.split())
+    while (stripped := QUALIFIER.sub("", text)) != text and stripped:
+        text = stripped
+    return text
+
+
+def _tokens(name: str) -> tuple[str, ...]:
+    return tuple(name.casefold().replace(".", "").split())
+
+
+@dataclass(frozen=True)
+class People:
+    """The names of one meeting (and its project), fullest forms first."""
+
+    names: tuple[str, ...]
+
+    @classmethod
+    def of(cls, speakers: Iterable[str | None], known: Iterable[str | None] = ()) -> People:
+        """The meeting's speakers, then names the project already knows; one entry per written form."""
+        forms: dict[tuple[str, ...], str] = {}
+        for raw in (*speakers, *known):
+            name = clean_label(raw or "")
+            if name:
+                forms.setdefault(_tokens(name), name)
+        return cls(tuple(forms.values()))
+
+    def canonical(self, name: str | None) -> str | None:
+        """The one form of the person ``name`` refers to; ``name`` itself (cleaned) when it names no one known."""
+        if name is None:
+            return None
+        mention = clean_label(name)
+        wanted = _tokens(mention)
+        if not wanted:
+            return None
+        matches = [known for known in self.names if _refers_to(wanted, _tokens(known))]
+        # "Dana" and "Dana Kim" both match "Dana": the fuller form is the person.
+        fullest = [m for m in matches if not any(o != m and _refers_to(_tokens(m), _tokens(o)) for o in matches)]
+        if len(fullest) == 1:
+            return fullest[0]
+        exact = [m for m in matches if _tokens(m) == wanted]
+        return exact[0] if exact else mention
+
+
+def _refers_to(mention: tuple[str, ...], full: tuple[str, ...]) -> bool:
+    """``mention`` names ``full``: the same words, its first words, or one of its words ("Kim" of "Dana Kim")."""
+    if mention == full or full[: len(mention)] == mention:
+        return True
+    return len(mention) == 1 and mention[0] in full and not _is_generic(full)
+
+
+def _is_generic(full: tuple[str, ...]) -> bool:
+    """Labels like "Speaker 1" or "Participant 2": their words name no one."""
+    return len(full) == 2 and full[1].isdigit()

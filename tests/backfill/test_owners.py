@@ -1,0 +1,137 @@
+"""Task owners: one canonical form per person, from speaker labels and the names people say."""
+
+from __future__ import annotations
+
+from datetime import date
+
+import pytest
+
+from rag.backfill.owners import People, clean_label
+from rag.backfill.rules import extract_by_rules
+from rag.backfill.units import Unit
+
+TEAMS = People.of(["Dana Kim (Firmware)", "Marcus Lee (Product)", "Priya Raman", "Dana Kim (Firmware)"])
+
+
+@pytest.mark.parametrize(
+    ("label", "expected"),
+    [
+        ("Dana Kim (Firmware)", "Dana Kim"),
+        ("  Marcus   Lee [Contoso] ", "Marcus Lee"),
+        ("Jo Park (Ops) (Guest)", "Jo Park"),
+        ("Project Manager", "Project Manager"),
+        ("Speaker 1", "Speaker 1"),
+    ],
+)
+def test_a_label_loses_its_qualifiers_only(label, expected):
+    assert clean_label(label) == expected
+
+
+@pytest.mark.parametrize(
+    ("mention", "expected"),
+    [
+        ("Dana Kim (Firmware)", "Dana Kim"),  # the speaker label of "I'll ..."
+        ("Dana", "Dana Kim"),  # "Dana, can you ..."
+        ("dana", "Dana Kim"),
+        ("DANA KIM", "Dana Kim"),
+        ("Kim", "Dana Kim"),  # her surname alone
+        ("Marcus", "Marcus Lee"),
+        ("Priya", "Priya Raman"),
+        ("Tom", "Tom"),  # not in the meeting: as said
+        ("", None),
+        (None, None),
+    ],
+)
+def test_a_mention_resolves_to_the_participants_one_form(mention, expected):
+    assert TEAMS.canonical(mention) == expected
+
+
+def test_the_meeting_has_one_entry_per_person_form():
+    assert TEAMS.names == ("Dana Kim", "Marcus Lee", "Priya Raman")
+
+
+def test_a_shared_first_name_is_not_guessed():
+    people = People.of(["Dana Kim", "Dana Lee", "Sam"])
+    assert people.canonical("Dana") == "Dana"
+    assert people.canonical("Dana Lee") == "Dana Lee"
+    assert people.canonical("Lee") == "Dana Lee"
+    assert people.canonical("Sam") == "Sam"
+
+
+def test_the_projects_known_names_give_a_short_label_its_full_form():
+    people = People.of(["Dana", "Marcus"], known=["Dana Kim", "Priya Raman"])
+    assert people.canonical("Dana") == "Dana Kim"
+    assert people.canonical("Marcus") == "Marcus"
+    assert people.canonical("Priya") == "Priya Raman"
+
+
+def test_role_and_generic_labels_stay_as_they_are():
+    ami = People.of(["Project Manager", "Marketing", "User Interface", "Industrial Designer"])
+    assert [ami.canonical(r) for r in ("Project Manager", "Marketing", "project manager")] == [
+        "Project Manager",
+        "Marketing",
+        "Project Manager",
+    ]
+    generic = People.of(["Speaker 1", "Speaker 2"])
+    assert generic.canonical("Speaker 2") == "Speaker 2"
+    assert generic.canonical("Speaker") == "Speaker"  # names neither
+
+
+TUESDAY = date(2026, 11, 10)
+
+
+def _units(*turns: tuple[str, str]) -> list[Unit]:
+    units, offset = [], 0
+    for turn, (speaker, text) in enumerate(turns):
+        units.append(Unit(offset, offset + len(text), text, turn, speaker))
+        offset += len(text) + 1
+    return units
+
+
+def _tasks(units: list[Unit], people: People | None = None) -> list[tuple[int | None, str | None, date | None]]:
+    items = extract_by_rules(units, segment_id=1, meeting_date=TUESDAY, people=people)
+    return [(i.start_turn, i.fields["assignee"], i.fields["due_date"]) for i in items if i.kind == "task"]
+
+
+def test_tasks_of_a_teams_meeting_are_owned_by_canonical_names():
+    # Speaker labels as a Teams .vtt gives them: <v Dana Kim (Firmware)>.
+    units = _units(
+        ("Marcus Lee (Product)", "Dana, can you check the battery cut-off before the OTA rollout by Friday?"),
+        ("Dana Kim (Firmware)", "Sure, and I'll have a prototype on the bench by the end of next week."),
+        ("Dana Kim (Firmware)", "Marcus, please send the updated spec to the supplier tomorrow."),
+        ("Priya Raman", "Action item for Kim: the release notes."),
+        ("Marcus Lee (Product)", "Can you draft the test plan?"),
+        ("Priya Raman", "Will do."),
+    )
+    assert _tasks(units) == [
+        (0, "Dana Kim", date(2026, 11, 13)),
+        (1, "Dana Kim", date(2026, 11, 20)),
+        (2, "Marcus Lee", date(2026, 11, 11)),
+        (3, "Dana Kim", None),
+        (4, "Priya Raman", None),  # answered "Will do." by Priya
+    ]
+
+
+def test_a_full_name_in_a_request_is_the_person():
+    units = _units(("Marcus Lee (Product)", "Dana Kim, can you send the logs by March 2?"), ("Dana Kim (Firmware)", "Yes."))
+    assert _tasks(units) == [(0, "Dana Kim", date(2027, 3, 2))]
+
+
+def test_the_documents_speakers_name_a_person_who_does_not_speak_in_the_segment():
+    units = _units(("Marcus Lee (Product)", "Dana, can you send the logs?"))
+    everyone = People.of(["Dana Kim (Firmware)", "Marcus Lee (Product)"])
+    assert _tasks(units) == [(0, "Dana", None)]  # the segment alone does not know her
+    assert _tasks(units, everyone) == [(0, "Dana Kim", None)]
+
+
+def test_ami_role_labels_own_their_tasks_as_labelled():
+    units = _units(
+        ("Project Manager", "I'll send the minutes to everyone by tomorrow."),
+        ("Marketing", "The industrial designer will look at the case materials."),
+        ("Industrial Designer", "Yes, I will bring two samples next Tuesday."),
+    )
+    assert _tasks(units) == [
+        (0, "Project Manager", date(2026, 11, 11)),
+        (1, "Industrial Designer", None),
+        (2, "Industrial Designer", date(2026, 11, 17)),
+    ]
