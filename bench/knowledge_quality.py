@@ -1,8 +1,8 @@
 """Knowledge extraction quality: the offline backfill on a labelled multi-meeting project, scored against its labels.
 
-    .venv/bin/python bench/knowledge_quality.py bench/projects/desk-lamp-launch [--json]
+    .venv/bin/python bench/knowledge_quality.py bench/projects/desk-lamp-launch [more projects] [--json]
 
-The project folder holds the meetings (``YYYY-MM-DD-*.txt|.vtt|.srt|.json|.md``, the date in the
+Each project folder holds the meetings (``YYYY-MM-DD-*.txt|.vtt|.srt|.json|.md``, the date in the
 name is the meeting's date) and ``labels.jsonl``: one decision, risk, opportunity or task per line,
 as a careful note-taker would record it. Each label names its ``meeting`` (file name), where it was
 said (``turns: [first, last]``, 0-based and inclusive, for transcripts; ``line`` (1-based) for
@@ -12,10 +12,11 @@ later decision that replaced it, or null), risks ``status`` (open/closed), tasks
 date was said) and ``status`` (open/done/cancelled). ``updates`` lists the later places where the
 item is restated, reported done, handed over or closed.
 
-The meetings are ingested as the ingest Lambda does (parse, chunk, embed, write) into a database of
-the script's own on DATABASE_URL's server or the embedded one of ``rag up`` (created, migrated and
+The meetings of every project given are ingested as the ingest Lambda does (parse, chunk, embed,
+write; the folder's name is the project) into a database of the script's own on DATABASE_URL's server or the embedded one of ``rag up`` (created, migrated and
 dropped), the backfill's stages run to completion with no chat model (unless ``--llm``), and the
-extracted decisions, risks, opportunities and tasks are read back and scored.
+extracted decisions, risks, opportunities and tasks are read back and scored, per project and, for
+several projects, over all of them. A meeting is named ``<project>/<file name>``.
 
 Matching (``match``): an extracted item matches a label when both are of the same kind, come from
 the same meeting and their places overlap: the item's turn range ``[start_turn, end_turn]`` meets
@@ -125,7 +126,13 @@ def parse_label(entry: dict[str, Any]) -> Label:
 
 
 def load_labels(path: Path) -> list[Label]:
-    labels = [parse_label(json.loads(line)) for line in path.read_text().splitlines() if line.strip()]
+    """A project's labels.jsonl, its meetings named ``<project>/<file name>`` (the project: the file's folder)."""
+    entries = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    for entry in entries:
+        for place in (entry, *entry.get("updates", [])):
+            if "meeting" in place:
+                place["meeting"] = f"{path.parent.name}/{place['meeting']}"
+    labels = [parse_label(entry) for entry in entries]
     ids = [label.id for label in labels]
     if len(set(ids)) != len(ids):
         raise ValueError(f"{path}: label ids repeat")
@@ -285,7 +292,8 @@ def ingest(conn: Any, settings: Any, embedder: Any, folder: Path, tenant: str) -
 
     places: dict[str, list[str]] = {}
     for path in meeting_files(folder):
-        key = f"projects/{folder.name}/{path.name}"
+        meeting = f"{folder.name}/{path.name}"
+        key = f"projects/{meeting}"
         parsed = parse_document(path.read_bytes(), path.name)
         fields = document_fields(key, {})
         fields = repo.DocumentFields(
@@ -298,8 +306,8 @@ def ingest(conn: Any, settings: Any, embedder: Any, folder: Path, tenant: str) -
         vectors = embedder.embed([c.text for c in chunks])
         source = repo.SourceObject(tenant_id=tenant, project_id=folder.name, bucket="bench", key=key)
         repo.replace_document(conn, source, fields, parsed, chunks, vectors, embedder.model_id)
-        places[path.name] = [t.text for t in parsed.turns] if parsed.turns else parsed.text.split("\n")
-        print(f"  ingested {path.name}: {parsed.format}, {len(parsed.turns)} turns, {len(chunks)} chunks", flush=True)
+        places[meeting] = [t.text for t in parsed.turns] if parsed.turns else parsed.text.split("\n")
+        print(f"  ingested {meeting}: {parsed.format}, {len(parsed.turns)} turns, {len(chunks)} chunks", flush=True)
     return places
 
 
@@ -338,7 +346,7 @@ def read_extracted(conn: Any, tenant: str) -> list[Extracted]:
         ).fetchall()
         for (id_, key, fmt, body, start_turn, end_turn, start_char, end_char, description,
              assignee, due, status, superseded_by) in rows:  # fmt: skip
-            meeting = key.rsplit("/", 1)[-1]
+            meeting = key.split("/", 1)[1]  # projects/<project>/<file name>
             if start_turn is not None and fmt != "markdown":
                 place = Place(meeting, start_turn, end_turn if end_turn is not None else start_turn)
             else:
@@ -352,7 +360,8 @@ def read_extracted(conn: Any, tenant: str) -> list[Extracted]:
     return items
 
 
-def measure(folder: Path, *, keep_llm: bool, batch_size: int) -> tuple[list[Label], list[Extracted], Matching]:
+def measure(folders: Sequence[Path], *, keep_llm: bool, batch_size: int) -> tuple[list[Label], list[Extracted]]:
+    """Every project's meetings into one new database, the backfill to completion, the items read back."""
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from common import bench_database
     from rag.config import Settings
@@ -362,7 +371,7 @@ def measure(folder: Path, *, keep_llm: bool, batch_size: int) -> tuple[list[Labe
     from rag_local.backfill import quiet_powertools
 
     quiet_powertools()
-    labels = load_labels(folder / "labels.jsonl")
+    labels = [label for folder in folders for label in load_labels(folder / "labels.jsonl")]
     tenant = "bench"
     with bench_database() as url:
         settings = Settings(database_url=url) if keep_llm else Settings(database_url=url, llm_provider="none")
@@ -370,46 +379,66 @@ def measure(folder: Path, *, keep_llm: bool, batch_size: int) -> tuple[list[Labe
         migrate_database(settings, url)
         embedder = get_embedder(settings)
         with connect(url) as conn:
-            places = ingest(conn, settings, embedder, folder, tenant)
+            places: dict[str, list[str]] = {}
+            for folder in folders:
+                places |= ingest(conn, settings, embedder, folder, tenant)
             wrong = check_quotes(labels, places)
             if wrong:
                 raise SystemExit("labels that do not quote their place:\n  " + "\n  ".join(wrong))
             run_backfill(conn, settings, embedder, batch_size)
             extracted = read_extracted(conn, tenant)
-    return labels, extracted, match(labels, extracted)
+    return labels, extracted
+
+
+def of_project(project: str, labels: Sequence[Label], extracted: Sequence[Extracted]) -> tuple[list[Label], list[Extracted]]:
+    def mine(place: Place) -> bool:
+        return place.meeting.startswith(f"{project}/")
+
+    return [label for label in labels if mine(label.place)], [item for item in extracted if mine(item.place)]
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("project", type=Path, help="a folder of meetings with labels.jsonl")
+    parser.add_argument("projects", type=Path, nargs="+", help="folders of meetings, each with labels.jsonl")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON (progress goes to stderr)")
     parser.add_argument("--llm", action="store_true", help="keep the configured chat model (default: the offline backfill)")
     parser.add_argument("--batch-size", type=int, default=10)
     parser.add_argument("--show", action="store_true", help="also list the missed labels and the false positives")
     args = parser.parse_args()
-    if not (args.project / "labels.jsonl").is_file():
-        print(f"{args.project}: no labels.jsonl", file=sys.stderr)
+    missing = [str(folder) for folder in args.projects if not (folder / "labels.jsonl").is_file()]
+    if missing:
+        print(f"no labels.jsonl in {', '.join(missing)}", file=sys.stderr)
+        return 1
+    if len({folder.name for folder in args.projects}) != len(args.projects):
+        print("two projects have the same folder name", file=sys.stderr)
         return 1
     if args.json:
         sys.stdout = sys.stderr  # progress lines; the JSON goes to the real stdout below
-    labels, extracted, matching = measure(args.project, keep_llm=args.llm, batch_size=args.batch_size)
-    figures = score(labels, extracted, matching)
+    labels, extracted = measure(args.projects, keep_llm=args.llm, batch_size=args.batch_size)
+    scopes = [(folder.name, *of_project(folder.name, labels, extracted)) for folder in args.projects]
+    if len(scopes) > 1:
+        scopes.append(("all", labels, extracted))
+    report = {}
+    for name, scope_labels, scope_items in scopes:
+        matching = match(scope_labels, scope_items)
+        report[name] = score(scope_labels, scope_items, matching)
+        if args.json:
+            continue
+        print(
+            f"\n{name}: {len(scope_labels)} labels, {len(scope_items)} extracted items, {len(matching.neutral)} on later mentions"
+        )
+        print("\n".join(format_table(report[name])))
+        if args.show and name != "all":
+            print("missed:")
+            for label in scope_labels:
+                if label.id not in matching.pairs:
+                    print(f"  {label.id} {label.kind} {label.place.meeting}@{label.place.first}: {label.quote}")
+            print("false positives:")
+            for item in matching.false_positives:
+                print(f"  {item.kind} {item.place.meeting}@{item.place.first}-{item.place.last}: {item.description[:100]}")
     if args.json:
         sys.stdout = sys.__stdout__
-        print(json.dumps({"project": args.project.name, **figures}, indent=2))
-        return 0
-    print(
-        f"\n{args.project.name}: {len(labels)} labels, {len(extracted)} extracted items, {len(matching.neutral)} on later mentions"
-    )
-    print("\n".join(format_table(figures)))
-    if args.show:
-        print("\nmissed:")
-        for label in labels:
-            if label.id not in matching.pairs:
-                print(f"  {label.id} {label.kind} {label.place.meeting}@{label.place.first}: {label.quote}")
-        print("false positives:")
-        for item in matching.false_positives:
-            print(f"  {item.kind} {item.place.meeting}@{item.place.first}-{item.place.last}: {item.description[:100]}")
+        print(json.dumps(report, indent=2))
     return 0
 
 

@@ -165,7 +165,7 @@ def test_the_labelled_projects_quote_the_turns_and_lines_the_parsers_give():
         places = {}
         for path in kq.meeting_files(project):
             parsed = parse_document(path.read_bytes(), path.name)
-            places[path.name] = [t.text for t in parsed.turns] if parsed.turns else parsed.text.split("\n")
+            places[f"{project.name}/{path.name}"] = [t.text for t in parsed.turns] if parsed.turns else parsed.text.split("\n")
         assert {path.suffix for path in kq.meeting_files(project)} == {".txt", ".vtt", ".srt", ".json", ".md"}
         assert kq.check_quotes(labels, places) == []
         assert {label.kind for label in labels} == set(kq.KINDS)
