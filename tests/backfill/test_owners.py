@@ -10,6 +10,7 @@ from rag.backfill.owners import People, clean_label
 from rag.backfill.rules import extract_by_rules
 from rag.backfill.units import Unit
 
+MONDAY = date(2026, 11, 9)
 TEAMS = People.of(["Dana Kim (Firmware)", "Marcus Lee (Product)", "Priya Raman", "Dana Kim (Firmware)"])
 
 
@@ -63,6 +64,13 @@ def test_the_projects_known_names_give_a_short_label_its_full_form():
     assert people.canonical("Dana") == "Dana Kim"
     assert people.canonical("Marcus") == "Marcus"
     assert people.canonical("Priya") == "Priya Raman"
+    assert people.canonical("Kim") == "Dana Kim"
+
+
+def test_the_meetings_own_speakers_decide_before_the_projects_names():
+    people = People.of(["Dana Kim (Firmware)", "Marcus Lee"], known=["Dana Lee", "Dana Kim"])
+    assert people.canonical("Dana") == "Dana Kim"  # this meeting's Dana, not another Dana of the project
+    assert People.of(["Dana"], known=["Dana Kim", "Dana Lee"]).canonical("Dana") == "Dana"  # two fit: as labelled
 
 
 def test_role_and_generic_labels_stay_as_they_are():
@@ -134,4 +142,39 @@ def test_ami_role_labels_own_their_tasks_as_labelled():
         (0, "Project Manager", date(2026, 11, 11)),
         (1, "Industrial Designer", None),
         (2, "Industrial Designer", date(2026, 11, 17)),
+    ]
+
+
+@pytest.mark.slow
+def test_stored_tasks_name_one_form_per_person_across_a_projects_meetings(db, local_embedder, settings):
+    from rag.backfill.stages import run_named_stage
+
+    from .conftest import FIXTURES, ingest_file
+
+    def backfill():
+        for stage in ("segment", "embed", "extract"):
+            run_named_stage(db, settings, stage, 10, embedder=local_embedder)
+
+    def tasks(doc):
+        return db.execute(
+            "SELECT start_turn, assignee, due_date FROM tasks WHERE document_id = %s ORDER BY start_char", (doc,)
+        ).fetchall()
+
+    transcripts = FIXTURES / "transcripts"
+    kickoff = ingest_file(db, transcripts / "ota_rollout_kickoff.vtt", local_embedder, project="lamp", meeting_date=MONDAY)
+    backfill()
+    assert tasks(kickoff) == [
+        (1, "Dana Kim", date(2026, 11, 13)),  # "I'll have a prototype on the bench by Friday" (a Teams label)
+        (2, "Priya Raman", None),  # "Priya, can you book the test chamber"
+        (3, "Priya Raman", date(2026, 11, 10)),  # "I will book it tomorrow"
+        (4, "Dana Kim", date(2026, 11, 20)),  # "Dana, please send ... by the end of next week"
+    ]
+    # A later meeting labels its speakers by first name; the project knows who they are.
+    followup = ingest_file(db, transcripts / "ota_rollout_followup.txt", local_embedder, project="lamp", meeting_date=TUESDAY)
+    backfill()
+    assert tasks(followup) == [
+        (2, "Dana Kim", date(2027, 3, 2)),  # "Kim, can you write up the rollback steps by March 2?"
+        (3, "Dana Kim", None),
+        (4, "Priya Raman", date(2026, 11, 24)),  # "in two weeks"
+        (5, "Marcus Lee", date(2026, 11, 11)),  # "EOD tomorrow"
     ]

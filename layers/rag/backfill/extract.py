@@ -9,6 +9,7 @@ way every item gets its turn and character range, speakers, the words it came fr
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import date
 from typing import TYPE_CHECKING, Literal
 
@@ -18,6 +19,7 @@ from rag.backfill import repository
 from rag.backfill.documents import ClaimedDocument
 from rag.backfill.errors import LLMOutputError
 from rag.backfill.models import KnowledgeItem, StoredSegment
+from rag.backfill.owners import People
 from rag.backfill.rules import extract_by_rules
 from rag.backfill.runner import ModelStage
 from rag.backfill.text import clip
@@ -36,6 +38,8 @@ class ExtractStage(ModelStage):
 
     def process(self, conn: psycopg.Connection, document: ClaimedDocument) -> None:
         items: list[KnowledgeItem] = []
+        # Owners in one form per person: this meeting's speakers first, then the names its project knows.
+        people = People.of((turn.speaker for turn in document.turns), known=repository.project_people(conn, document))
         for segment in repository.load_segments(conn, document):
             units = segment_units(document, segment)
             if not units:
@@ -43,9 +47,17 @@ class ExtractStage(ModelStage):
             if self.settings.llm_provider == "openai":
                 items.extend(extract_with_llm(document, segment, units, self.settings))
             else:
-                items.extend(extract_by_rules(units, segment.id, document.meeting_date))
+                items.extend(extract_by_rules(units, segment.id, document.meeting_date, people))
+        items = [owned(item, people) for item in items]
         vectors = self.embedder.embed([item.description for item in items]) if items else []
         repository.replace_items(conn, document, items, vectors, self.model_id)
+
+
+def owned(item: KnowledgeItem, people: People) -> KnowledgeItem:
+    """A task with its assignee in the canonical form (whichever extractor named it); other items as they are."""
+    if item.kind != "task" or not item.fields.get("assignee"):
+        return item
+    return replace(item, fields={**item.fields, "assignee": people.canonical(item.fields["assignee"])})
 
 
 # --- LLM --------------------------------------------------------------------------------

@@ -33,35 +33,51 @@ def _tokens(name: str) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class People:
-    """The names of one meeting (and its project), fullest forms first."""
+    """The names of one meeting's speakers, and the names its project already knows."""
 
     names: tuple[str, ...]
+    known: tuple[str, ...] = ()
 
     @classmethod
     def of(cls, speakers: Iterable[str | None], known: Iterable[str | None] = ()) -> People:
-        """The meeting's speakers, then names the project already knows; one entry per written form."""
-        forms: dict[tuple[str, ...], str] = {}
-        for raw in (*speakers, *known):
-            name = clean_label(raw or "")
-            if name:
-                forms.setdefault(_tokens(name), name)
-        return cls(tuple(forms.values()))
+        """One entry per written form (cleaned, first spelling kept), the meeting's own before the project's."""
+        return cls(_forms(speakers), _forms(known))
 
     def canonical(self, name: str | None) -> str | None:
-        """The one form of the person ``name`` refers to; ``name`` itself (cleaned) when it names no one known."""
+        """The one form of the person ``name`` refers to; ``name`` itself (cleaned) when it names no one known.
+
+        The meeting's speakers decide first (a "Dana" of this meeting is its Dana Kim, not another Dana
+        of the project); then a name the project knows in a fuller form takes that form ("Dana", the
+        label of today's speaker, or "Kim" is the project's Dana Kim) when only one fits.
+        """
         if name is None:
             return None
         mention = clean_label(name)
-        wanted = _tokens(mention)
-        if not wanted:
+        if not _tokens(mention):
             return None
-        matches = [known for known in self.names if _refers_to(wanted, _tokens(known))]
-        # "Dana" and "Dana Kim" both match "Dana": the fuller form is the person.
-        fullest = [m for m in matches if not any(o != m and _refers_to(_tokens(m), _tokens(o)) for o in matches)]
-        if len(fullest) == 1:
-            return fullest[0]
-        exact = [m for m in matches if _tokens(m) == wanted]
-        return exact[0] if exact else mention
+        in_meeting = _resolve(mention, self.names) or mention
+        return _resolve(in_meeting, (*self.names, *self.known)) or in_meeting
+
+
+def _forms(names: Iterable[str | None]) -> tuple[str, ...]:
+    forms: dict[tuple[str, ...], str] = {}
+    for raw in names:
+        name = clean_label(raw or "")
+        if name:
+            forms.setdefault(_tokens(name), name)
+    return tuple(forms.values())
+
+
+def _resolve(mention: str, names: tuple[str, ...]) -> str | None:
+    """The one name of ``names`` that ``mention`` refers to, fullest form; None when none or several fit."""
+    wanted = _tokens(mention)
+    matches = [n for n in names if _refers_to(wanted, _tokens(n))]
+    # "Dana" and "Dana Kim" both match "Dana": the fuller form is the person.
+    fullest = [m for m in matches if not any(o != m and _refers_to(_tokens(m), _tokens(o)) for o in matches)]
+    if len(fullest) == 1:
+        return fullest[0]
+    exact = [m for m in matches if _tokens(m) == wanted]
+    return exact[0] if exact else None
 
 
 def _refers_to(mention: tuple[str, ...], full: tuple[str, ...]) -> bool:

@@ -125,3 +125,21 @@ def replace_items(
         insert_rows(conn, table, (*SHARED_ITEM_COLUMNS, *own_columns), rows)
         written[kind] = len(rows)
     return written
+
+
+def project_people(conn: psycopg.Connection, document: ClaimedDocument) -> list[str]:
+    """The names the document's project already knows: its other meetings' speakers and its tasks' owners."""
+    rows = conn.execute(
+        """SELECT DISTINCT name FROM (
+               SELECT unnest(speakers) AS name FROM segments
+                WHERE tenant_id = %(tenant)s AND project_id = %(project)s AND document_id <> %(document)s
+               UNION ALL
+               SELECT assignee FROM tasks
+                WHERE tenant_id = %(tenant)s AND project_id = %(project)s AND document_id <> %(document)s
+           ) AS names
+           WHERE name IS NOT NULL AND name <> ''
+           ORDER BY name
+           LIMIT 2000""",
+        {"tenant": document.tenant_id, "project": document.project_id, "document": document.id},
+    ).fetchall()
+    return [name for (name,) in rows]
