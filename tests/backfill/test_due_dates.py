@@ -46,6 +46,8 @@ PHRASINGS = [
     ("Can you confirm with the vendor by next Friday?", MONDAY, date(2026, 11, 20)),
     ("I'll get it done Friday next week.", TUESDAY, date(2026, 11, 20)),
     ("On Monday I'll start on it and I'll be done by Thursday.", TUESDAY, date(2026, 11, 12)),
+    ("Can you bring us the breakdown by Friday the 18th as well?", date(2026, 9, 8), date(2026, 9, 18)),
+    ("Can you bring us the breakdown by Thursday, December 3?", TUESDAY, date(2026, 12, 3)),
     # weeks
     ("I will wrap it up by the end of the week.", TUESDAY, date(2026, 11, 13)),
     ("Done by the end of the week.", SATURDAY, date(2026, 11, 20)),
@@ -56,6 +58,7 @@ PHRASINGS = [
     ("We'll get the contract back in two weeks.", TUESDAY, date(2026, 11, 24)),
     ("I'll report back within 10 days.", TUESDAY, date(2026, 11, 20)),
     ("I'll have an answer in a couple of weeks.", TUESDAY, date(2026, 11, 24)),
+    ("I'll write the migration runbook, give me two weeks.", date(2026, 1, 12), date(2026, 1, 26)),
     # days
     ("I'll send it EOD tomorrow.", TUESDAY, date(2026, 11, 11)),
     ("Done by tomorrow please.", TUESDAY, date(2026, 11, 11)),

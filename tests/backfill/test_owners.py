@@ -51,6 +51,16 @@ def test_the_meeting_has_one_entry_per_person_form():
     assert TEAMS.names == ("Dana Kim", "Marcus Lee", "Priya Raman")
 
 
+def test_a_title_in_the_label_names_its_person():
+    committee = People.of(["Maria Okafor (Chair)", "Daniel Ortiz (Police Chief)", "Sam Greene (Parks)", "Ann Lo (Parks)"])
+    assert [committee.canonical(t) for t in ("Chief", "chair", "Parks", "Police")] == [
+        "Daniel Ortiz",
+        "Maria Okafor",
+        "Parks",  # two people's department: no one in particular
+        "Daniel Ortiz",
+    ]
+
+
 def test_a_shared_first_name_is_not_guessed():
     people = People.of(["Dana Kim", "Dana Lee", "Sam"])
     assert people.canonical("Dana") == "Dana"

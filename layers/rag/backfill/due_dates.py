@@ -19,7 +19,8 @@ way a careful note-taker would write it down:
   week's Friday; "early next week" its Monday, "mid next week" its Wednesday.
 - "today", "tonight", "this afternoon", "EOD", "end of day": the meeting date; "tomorrow",
   "EOD tomorrow": the next day.
-- "in two weeks", "within 10 days", "in a couple of weeks", "in a month": counted from the meeting.
+- "in two weeks", "within 10 days", "in a couple of weeks", "give me two weeks": counted from the meeting.
+- "Friday the 18th", "Thursday, December 3": the date (the weekday only names it).
 - "end of the month", "next month", "end of March": the last day of that month.
 - "Q3", "end of Q2", "end of the quarter", "next quarter": the quarter's last day; "end of the year": December 31.
 
@@ -298,6 +299,9 @@ PHRASES = (
         r"(?:\s+(?P<next_week>next\s+week)|\s+(?P<week_after>week)\b)?",
         _weekday,
     ),
+    # "Friday the 18th", "Thursday, December 3": the date decides, the weekday only names it.
+    _phrase(rf"\b{_WEEKDAY},?\s+(?:the\s+)?{_ORDINAL}\b", _day_of_month),
+    _phrase(rf"\b{_WEEKDAY},?\s+{_MONTH}\s+{_DAY}\b{_YEAR}", _calendar_date),
     _phrase(r"\b(?:the\s+)?day\s+after\s+tomorrow\b", _offset(2)),
     _phrase(r"\btomorrow\b", _offset(1)),
     _phrase(r"\b(?:today|tonight|this\s+(?:morning|afternoon|evening))\b", _offset(0)),
@@ -314,6 +318,7 @@ PHRASES = (
     ),
     _phrase(rf"\b(?:in|within)\s+(?:the\s+next\s+)?{_COUNT}\s+(?P<unit>day|week|month)s?\b", _count),
     _phrase(rf"\b{_COUNT}\s+(?P<unit>day|week|month)s?\s+from\s+(?:now|today)\b", _count),
+    _phrase(rf"\bgive\s+(?:me|us|them|him|her)\s+(?:about\s+)?{_COUNT}\s+(?P<unit>day|week|month)s?\b", _count),
     _phrase(r"\b(?:the\s+)?end\s+of\s+(?:the\s+|this\s+)?month\b|\bmonth[-\s]end\b|\bthis\s+month\b", _month_end(0)),
     _phrase(r"\b(?:(?:the\s+)?end\s+of\s+)?next\s+month\b", _month_end(1)),
     _phrase(rf"\b(?:the\s+)?end\s+of\s+{_MONTH}(?!\w)", _end_of_named_month),

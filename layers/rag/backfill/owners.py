@@ -4,7 +4,9 @@ A task's owner is written the way a careful note-taker writes it: the person's f
 among the meeting's speakers (and, when given, the names the project already knows), whatever
 form was spoken. "Dana Kim (Firmware)" (a Teams label with the department) is Dana Kim; "Dana",
 "dana" and "Kim" are Dana Kim when she is the only Dana / Kim; when two people share the name
-("Dana Kim" and "Dana Lee") a bare "Dana" stays "Dana" rather than picking one. Role labels
+("Dana Kim" and "Dana Lee") a bare "Dana" stays "Dana" rather than picking one. A title in the
+label names its person too: "Chief, can you ..." is Daniel Ortiz when he speaks as "Daniel Ortiz
+(Police Chief)" and no one else is a chief. Role labels
 ("Project Manager", "Marketing") and generic labels ("Speaker 1") are names of their own and stay
 as they are.
 """
@@ -27,6 +29,16 @@ def clean_label(label: str) -> str:
     return text
 
 
+def label_titles(label: str) -> frozenset[str]:
+    """The words of a label's qualifiers: "Daniel Ortiz (Police Chief)" -> {"police", "chief"}."""
+    text = " ".join(label.split())
+    words: set[str] = set()
+    while (match := QUALIFIER.search(text)) and match.start() > 0:
+        words.update(_tokens(match.group().strip(" ()[]")))
+        text = text[: match.start()]
+    return frozenset(words)
+
+
 def _tokens(name: str) -> tuple[str, ...]:
     return tuple(name.casefold().replace(".", "").split())
 
@@ -37,11 +49,16 @@ class People:
 
     names: tuple[str, ...]
     known: tuple[str, ...] = ()
+    titles: tuple[tuple[str, frozenset[str]], ...] = ()  # a speaker's name and the words of its label's qualifiers
 
     @classmethod
     def of(cls, speakers: Iterable[str | None], known: Iterable[str | None] = ()) -> People:
         """One entry per written form (cleaned, first spelling kept), the meeting's own before the project's."""
-        return cls(_forms(speakers), _forms(known))
+        labels = [label for label in speakers if label]
+        titles: dict[str, frozenset[str]] = {}
+        for label in labels:
+            titles.setdefault(clean_label(label), label_titles(label))
+        return cls(_forms(labels), _forms(known), tuple((name, words) for name, words in titles.items() if words))
 
     def canonical(self, name: str | None) -> str | None:
         """The one form of the person ``name`` refers to; ``name`` itself (cleaned) when it names no one known.
@@ -55,8 +72,14 @@ class People:
         mention = clean_label(name)
         if not _tokens(mention):
             return None
-        in_meeting = _resolve(mention, self.names) or mention
+        in_meeting = _resolve(mention, self.names) or self._titled(mention) or mention
         return _resolve(in_meeting, (*self.names, *self.known)) or in_meeting
+
+    def _titled(self, mention: str) -> str | None:
+        """The one speaker whose label's title is this one word ("Chief", "Chair"), if only one has it."""
+        wanted = _tokens(mention)
+        titled = [name for name, words in self.titles if len(wanted) == 1 and wanted[0] in words]
+        return titled[0] if len(titled) == 1 else None
 
 
 def _forms(names: Iterable[str | None]) -> tuple[str, ...]:
