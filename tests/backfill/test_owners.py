@@ -122,8 +122,7 @@ def test_tasks_of_a_teams_meeting_are_owned_by_canonical_names():
         ("Priya Raman", "Will do."),
     )
     assert _tasks(units) == [
-        (0, "Dana Kim", date(2026, 11, 13)),
-        (1, "Dana Kim", date(2026, 11, 20)),
+        (0, "Dana Kim", date(2026, 11, 20)),  # asked for Friday, taken on for the end of next week
         (2, "Marcus Lee", date(2026, 11, 11)),
         (3, "Dana Kim", None),
         (4, "Priya Raman", None),  # answered "Will do." by Priya
@@ -175,16 +174,43 @@ def test_stored_tasks_name_one_form_per_person_across_a_projects_meetings(db, lo
     backfill()
     assert tasks(kickoff) == [
         (1, "Dana Kim", date(2026, 11, 13)),  # "I'll have a prototype on the bench by Friday" (a Teams label)
-        (2, "Priya Raman", None),  # "Priya, can you book the test chamber"
-        (3, "Priya Raman", date(2026, 11, 10)),  # "I will book it tomorrow"
-        (4, "Dana Kim", date(2026, 11, 20)),  # "Dana, please send ... by the end of next week"
+        (2, "Priya Raman", date(2026, 11, 10)),  # "Priya, can you book the test chamber" "Sure, I will book it tomorrow"
+        (4, "Dana Kim", date(2026, 11, 20)),  # "Dana, please send ... by the end of next week" "Will do."
     ]
     # A later meeting labels its speakers by first name; the project knows who they are.
     followup = ingest_file(db, transcripts / "ota_rollout_followup.txt", local_embedder, project="lamp", meeting_date=TUESDAY)
     backfill()
     assert tasks(followup) == [
-        (2, "Dana Kim", date(2027, 3, 2)),  # "Kim, can you write up the rollback steps by March 2?"
-        (3, "Dana Kim", None),
+        (2, "Dana Kim", date(2027, 3, 2)),  # "Kim, can you write up the rollback steps by March 2?" "Yes, I'll ..."
         (4, "Priya Raman", date(2026, 11, 24)),  # "in two weeks"
         (5, "Marcus Lee", date(2026, 11, 11)),  # "EOD tomorrow"
     ]
+
+
+def test_a_request_and_its_accepting_answer_are_one_task_with_the_answers_date():
+    units = _units(
+        ("Marco Reyes", "Dana, can you look at a battery check before the update starts?"),
+        ("Dana Kim (Firmware)", "Yes."),
+        ("Dana Kim (Firmware)", "I'll have a prototype of the battery guard on the bench by Friday."),
+        ("Marco Reyes", "Tom, can you ask them for a quote on forty thousand?"),
+        ("Priya Nair", "I'll check the warehouse space by Thursday."),  # not Tom: a task of her own
+        ("Marco Reyes", "Can you also send the BOM?"),
+        ("Tom Becker", "Sure, I'll get that to you by February 13."),
+    )
+    # "Yes." and "I'll have ..." are one turn in a transcript: give them the same turn.
+    units[2] = Unit(units[2].start_char, units[2].end_char, units[2].text, 1, units[2].speaker)
+    items = [i for i in extract_by_rules(units, segment_id=1, meeting_date=date(2026, 2, 2)) if i.kind == "task"]
+    assert [(i.start_turn, i.end_turn, i.fields["assignee"], i.fields["due_date"]) for i in items] == [
+        (0, 1, "Dana Kim", date(2026, 2, 6)),  # the request, taken on with a date
+        (3, 3, "Tom Becker", None),  # Tom does not answer: the request stays open to him
+        (4, 4, "Priya Nair", date(2026, 2, 5)),
+        (5, 6, "Tom Becker", date(2026, 2, 13)),
+    ]
+    first = items[0]
+    assert first.description == "Dana, can you look at a battery check before the update starts?"
+    assert first.evidence == " ".join(u.text for u in units[:3])
+    assert (first.start_char, first.end_char, first.speakers) == (
+        units[0].start_char,
+        units[2].end_char,
+        ("Marco Reyes", "Dana Kim (Firmware)"),
+    )

@@ -124,17 +124,21 @@ def test_rules_extract_the_decisions_risks_opportunities_and_tasks_of_the_meetin
     tasks = items_of(db, "tasks", doc, "assignee", "due_date", "status")
     assert [(t[1], t[-3], t[-2]) for t in tasks] == [
         (9, "Tom", date(2026, 11, 13)),  # "by Friday"
-        (10, "Tom", None),  # "Can you also add ..." answered by Tom ("Sure, I'll ...")
-        (11, "Tom", date(2026, 11, 10)),  # "today"
+        (10, "Tom", date(2026, 11, 10)),  # "Can you also add ...?" taken on by Tom: "Sure, I'll ... today"
         (19, "Marco", date(2026, 11, 10)),  # "this afternoon"
         (20, "Aisha", date(2026, 11, 20)),  # "by the twentieth"
         (21, None, date(2026, 11, 20)),  # "please keep the twentieth"
-        (22, "Marco", None),  # "Marco, please prepare the demo script"
+        (22, "Marco", None),  # "Marco, please prepare the demo script" "Will do."
     ]
     assert {t[-1] for t in tasks} == {"open"}
+    taken_on = [t for t in tasks if t[1] != t[2]]
+    assert [(t[1], t[2], t[5]) for t in taken_on] == [(10, 11, ["Aisha", "Tom"]), (22, 23, ["Priya", "Marco"])]
     for _, start_turn, end_turn, start_char, end_char, speakers, evidence, *_ in decisions + risks + tasks:
-        assert body[start_char:end_char] == evidence  # exact source position of the words
-        assert start_turn == end_turn and len(speakers) == 1
+        if start_turn == end_turn:
+            assert body[start_char:end_char] == evidence  # exact source position of the words
+            assert len(speakers) == 1
+        else:  # a request and the answer that took it on: the sentences of both, in order
+            assert evidence.startswith(body[start_char : start_char + 30]) and evidence.endswith(body[end_char - 8 : end_char])
     vectors = db.execute(
         "SELECT count(*) FROM tasks WHERE document_id = %s AND embedding_model = %s", (doc, local_embedder.model_id)
     ).fetchone()

@@ -108,6 +108,8 @@ ASKS_TO_TALK = re.compile(
 )
 ACTION_ITEM = re.compile(r"\baction\s+item(?:\s+for\s+(?P<name>[A-Z][a-z]+))?", re.I)
 WE_NEED_TO = re.compile(r"\bwe\s+need\s+to\s+\w+", re.I)
+# A request addressed to someone in the room (not a commitment, not "we need to").
+REQUEST_OF_SOMEONE = re.compile(r"^(?:\w+(?:\s+\w+)?,\s+)?(?:please|can\s+you|could\s+you|would\s+you)\b|\bplease\s+\w+", re.I)
 ACCEPTS = re.compile(r"^(?:sure|will\s+do|okay|ok|yes|yep|I'll|I\s+will|on\s+it)\b", re.I)
 RATIONALE = re.compile(r"\b(?:because|since)\b\s+(?P<why>.+)$", re.I)
 MITIGATION = re.compile(r"^(?:we\s+can|we\s+could|to\s+mitigate|as\s+a\s+mitigation)\b", re.I)
@@ -192,43 +194,69 @@ def extract_by_rules(
     (by default the segment's speakers)."""
     people = people or People.of(unit.speaker for unit in units)
     items: list[KnowledgeItem] = []
+    answered: set[int] = set()  # sentences that took on a request: part of its task, not tasks of their own
     for position, unit in enumerate(units):
         for match in classify(unit.text, unit.speaker, meeting_date):
+            if match.kind == "task" and position in answered:
+                continue
             fields = dict(match.fields)
             description = clean(unit.text)
-            first = unit
+            first = last = position
             if match.kind == "decision" and len(description.split()) <= 2 and position > 0:  # a bare "Agreed."
-                first = units[position - 1]
-                description = clean(first.text)
+                first = position - 1
+                description = clean(units[first].text)
             if match.kind == "task":
-                fields["assignee"] = people.canonical(fields["assignee"] or _accepting_speaker(units, position))
+                assignee = people.canonical(fields["assignee"])
+                answer = _answer(units, position, assignee, people) if REQUEST_OF_SOMEONE.search(description) else []
+                if answer:
+                    # "Dana, can you ...?" / "Yes, I'll have it by Friday.": one task; the date the answer
+                    # commits to, else the one asked for.
+                    answered.update(answer)
+                    last = answer[-1]
+                    assignee = people.canonical(units[last].speaker)
+                    fields["due_date"] = next(
+                        (d for p in answer if (d := due_date(clean(units[p].text), meeting_date))), fields["due_date"]
+                    )
+                fields["assignee"] = assignee
             if match.kind == "risk":
                 fields["mitigation"] = _mitigation(units, position)
+            span = units[first : last + 1]
             items.append(
                 KnowledgeItem(
                     kind=match.kind,
                     description=clip(description, 500),
-                    evidence=" ".join(u.text for u in (first, unit) if u is not None) if first is not unit else unit.text,
-                    start_char=first.start_char,
-                    end_char=unit.end_char,
+                    evidence=" ".join(u.text for u in span),
+                    start_char=span[0].start_char,
+                    end_char=span[-1].end_char,
                     method="rules",
                     segment_id=segment_id,
-                    start_turn=first.turn,
-                    end_turn=unit.turn,
-                    speakers=tuple(dict.fromkeys(s for s in (first.speaker, unit.speaker) if s)),
+                    start_turn=span[0].turn,
+                    end_turn=span[-1].turn,
+                    speakers=tuple(dict.fromkeys(u.speaker for u in span if u.speaker)),
                     fields=fields,
                 )
             )
     return items
 
 
-def _accepting_speaker(units: Sequence[Unit], position: int) -> str | None:
-    """Who takes on an unnamed request: the next speaker, when they answer yes."""
+def _answer(units: Sequence[Unit], position: int, addressee: str | None, people: People) -> list[int]:
+    """The sentences of the next turn that take a request on ("Sure.", "Yes. I'll have it by Friday."):
+    another speaker's, the addressee's when the request names one; empty when no one says yes."""
     here = units[position]
-    for unit in units[position + 1 : position + 4]:
-        if unit.turn != here.turn and unit.speaker and unit.speaker != here.speaker:
-            return unit.speaker if ACCEPTS.search(unit.text.strip()) else None
-    return None
+    for start in range(position + 1, min(position + 4, len(units))):
+        unit = units[start]
+        if unit.turn == here.turn:
+            continue
+        if not unit.speaker or unit.speaker == here.speaker:
+            return []
+        if addressee is not None and people.canonical(unit.speaker) != addressee:
+            return []
+        turn = [p for p in range(start, min(start + 2, len(units))) if units[p].turn == unit.turn]
+        for end in turn:
+            if SELF_COMMITMENT.search(clean(units[end].text)):
+                return list(range(start, end + 1))
+        return [start] if ACCEPTS.search(unit.text.strip()) else []
+    return []
 
 
 def _mitigation(units: Sequence[Unit], position: int) -> str | None:
