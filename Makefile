@@ -12,7 +12,7 @@ CHECKOV_STAMP := $(CHECKOV_VENV)/.installed
 PEERS_VENV := .local/peers
 PEERS_STAMP := $(PEERS_VENV)/.installed
 
-.PHONY: demo test check lint down venv lock clean mpnet peers
+.PHONY: demo test check lint down venv lock clean mpnet peers train-extractor
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -57,6 +57,11 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+
+# The sentence classifier's weights (layers/rag/backfill/sentence_model.json) from bench/labels and the
+# shared evaluation transcripts (../shared/eval): grouped cross-validation first, then the final model.
+train-extractor: $(STAMP)
+	$(BIN)/python bench/train_extractor.py
 
 down:
 	@if [ -x $(BIN)/rag ]; then $(BIN)/rag down; fi
