@@ -63,6 +63,16 @@ def test_relative_dates_need_a_meeting_date():
         ("I'm not sure the risk assessment is finished.", []),
         ("I will think about it.", []),
         ("Agreed, I'll book the booth.", ["decision", "task"]),
+        ("Elena, write me a one-pager on the bundle by end of next week.", ["task"]),  # an order with a deadline
+        ("Elena, great point.", []),
+        ("I'll ask them for an offer by October 9.", ["task"]),
+        ("Let me ask you a question.", []),
+        ("Probably. I'll try it.", ["task"]),
+        ("I'll try to answer that.", []),
+        ("Can you hear me alright?", []),
+        ("Can you see my screen?", []),
+        ("BI tool, do we need to talk about it?", []),
+        ("Elena will hate me but it's still before the end of the quarter.", []),
     ],
 )
 def test_guards_and_combinations(text, kinds):

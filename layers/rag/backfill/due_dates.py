@@ -109,6 +109,11 @@ def due_date(text: str, meeting_date: date | None) -> date | None:
     return best[1] if best else None
 
 
+def names_a_date(text: str) -> bool:
+    """Whether ``text`` names a deadline at all (resolved against any day: only its presence matters)."""
+    return due_date(text, date(2001, 1, 1)) is not None
+
+
 # --- resolvers ---------------------------------------------------------------------------
 
 

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
-from rag.backfill.due_dates import due_date
+from rag.backfill.due_dates import due_date, names_a_date
 from rag.backfill.models import ItemKind, KnowledgeItem
 from rag.backfill.owners import People
 from rag.backfill.text import clip
@@ -86,11 +86,15 @@ OPPORTUNITY = _any(
 # Verbs of running the conversation itself ("I'll start", "I'll pick up on that"), never tasks; "I'll have a
 # prototype ready" and "I'll bring two samples" are ("I'll have to say", "I'll bring up" are not).
 MEETING_VERBS = (
-    r"be|say|admit|bet|guess|think|have\s+to|go\s+with|leave|see|tell\s+you\s+what|start|begin|pick|come|bring\s+(?:up|in)|ask|try"
+    r"be|say|admit|bet|guess|think|have\s+to|go\s+with|leave|see|tell\s+you\s+what|start|begin|pick|come|bring\s+(?:up|in)"
+    r"|ask\s+(?:you|everyone|all|a\s+question)|try\s+to\s+(?:answer|explain|be|keep|summari[sz]e|clarify|remember)"
     r"|pursue|move|hand|turn|stop|explain|answer|repeat|continue|make\s+an\s+example|keep\s+it|go\s+(?:on|back|through)"
 )
 SELF_COMMITMENT = re.compile(rf"\bI(?:'ll|\s+will|'m\s+going\s+to|\s+am\s+going\s+to)\s+(?!(?:{MEETING_VERBS})\b)\w+", re.I)
-NAMED_COMMITMENT = re.compile(r"\b(?P<name>[A-Z][a-z]+)\s+(?:will|is\s+going\s+to)\s+(?!be\b)\w+")
+# "Elena will hate me" says how someone will feel, not what they will do.
+NAMED_COMMITMENT = re.compile(
+    r"\b(?P<name>[A-Z][a-z]+)\s+(?:will|is\s+going\s+to)\s+(?!(?:be|hate|love|like|mind|know|understand|agree|want)\b)\w+"
+)
 ROLE_COMMITMENT = re.compile(
     r"\bthe\s+(?P<role>(?:[a-z]+\s+)?(?:manager|lead|team|owner|engineer|designer|department))\s+will\s+(?!be\b)\w+",
     re.I,
@@ -103,11 +107,17 @@ REQUEST = re.compile(r"^(?:please|can\s+you|could\s+you|would\s+you)\b|\bplease\
 ASKS_TO_TALK = re.compile(
     r"^(?:\w+(?:\s+\w+)?,\s+)?(?:can|could|would)\s+you\s+(?:just\s+|briefly\s+|perhaps\s+)?"
     r"(?:explain|describe|tell|say|answer|set\s+out|clarify|outline|talk|expand|elaborate|comment|give\s+us|confirm|"
-    r"update\s+us|share\s+with\s+us|remind)\b",
+    r"update\s+us|share\s+with\s+us|remind|hear\s+(?:me|us)|see\s+(?:me|us|my|our)\b)\b",
     re.I,
 )
 ACTION_ITEM = re.compile(r"\baction\s+item(?:\s+for\s+(?P<name>[A-Z][a-z]+))?", re.I)
-WE_NEED_TO = re.compile(r"\bwe\s+need\s+to\s+\w+", re.I)
+WE_NEED_TO = re.compile(r"(?<!\bdo\s)\bwe\s+need\s+to\s+\w+", re.I)  # not "do we need to ...?"
+# "Elena, write me a one-pager by Friday": an order to someone named, with a deadline.
+VOCATIVE_ORDER = re.compile(
+    r"^(?P<name>[A-Z][a-z]+(?:\s+[A-Z][a-z]+)?),\s+(?!(?:what|how|why|when|where|who|which|do|does|did|is|are|was|were|you|"
+    r"your|I|we|it|that|this|the|a|an|thanks|thank|yes|no|sorry|right|okay|so|and|but|good|great|any|anything|have|has|"
+    r"would|could|can|will|just|over|welcome|go\s+ahead)\b)[a-z]+\b"
+)
 # A request addressed to someone in the room (not a commitment, not "we need to").
 REQUEST_OF_SOMEONE = re.compile(r"^(?:\w+(?:\s+\w+)?,\s+)?(?:please|can\s+you|could\s+you|would\s+you)\b|\bplease\s+\w+", re.I)
 ACCEPTS = re.compile(r"^(?:sure|will\s+do|okay|ok|yes|yep|I'll|I\s+will|on\s+it)\b", re.I)
@@ -168,6 +178,8 @@ def _task(core: str, speaker: str | None) -> tuple[str | None, bool]:
         return speaker, True
     if vocative := VOCATIVE_REQUEST.search(core):
         return vocative["name"], True
+    if (order := VOCATIVE_ORDER.search(core)) and names_a_date(core):
+        return order["name"], True
     if (named := NAMED_COMMITMENT.search(core)) and named["name"] not in NOT_NAMES:
         return named["name"], True
     if role := ROLE_COMMITMENT.search(core):
