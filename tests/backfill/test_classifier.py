@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from datetime import date
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +21,8 @@ from rag.backfill.classifier import (
     kinds_of,
     load_model,
 )
+from rag.backfill.rules import classify, extract_by_rules
+from rag.backfill.units import Unit
 
 TINY = Path(__file__).resolve().parents[1] / "fixtures" / "backfill" / "sentence_model_tiny.json"
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -115,3 +118,16 @@ def test_inference_imports_no_numpy():
         env={"PYTHONPATH": str(REPO_ROOT / "layers"), "PATH": "/usr/bin:/bin"},
     )  # fmt: skip
     assert result.stdout.strip() == "[]"
+
+
+def test_the_offline_extractor_adds_what_the_classifier_finds_to_what_the_patterns_find():
+    # No risk pattern fires on this sentence; the classifier does (and the patterns' task below still counts).
+    units = [
+        Unit(0, 68, "That could be a problem for the schedule if the parts arrive late.", 4, "Dana Kim"),
+        Unit(69, 118, "I'll write to the supplier about it tomorrow.", 5, "Sam Lee"),
+    ]
+    assert [match.kind for match in classify(units[0].text, "Dana Kim")] == []
+    items = extract_by_rules(units, segment_id=None, meeting_date=date(2026, 3, 2))
+    assert [(item.kind, item.start_turn) for item in items] == [("risk", 4), ("task", 5)]
+    assert items[0].fields["category"] == "schedule"
+    assert items[1].fields["assignee"] == "Sam Lee" and items[1].fields["due_date"] == date(2026, 3, 3)

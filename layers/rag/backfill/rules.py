@@ -171,6 +171,32 @@ def classify(sentence: str, speaker: str | None = None, meeting_date: date | Non
     return found
 
 
+def classify_with_model(
+    sentence: str, speaker: str | None, meeting_date: date | None, first_in_turn: bool, last_in_turn: bool
+) -> list[Match]:
+    """The patterns' kinds plus those the sentence classifier (rag.backfill.classifier) finds above its
+    precision thresholds, with the fields the patterns fill; a kind both find is one match."""
+    from rag.backfill.classifier import classify_sentence, kinds_of
+
+    found = classify(sentence, speaker, meeting_date)
+    have = {match.kind for match in found}
+    core = clean(sentence)
+    for kind in kinds_of(classify_sentence(sentence, speaker, first_in_turn=first_in_turn, last_in_turn=last_in_turn)):
+        if kind in have:
+            continue
+        if kind == "decision":
+            why = RATIONALE.search(core)
+            found.append(Match("decision", {"status": "agreed", "rationale": why["why"].rstrip(".") if why else None}))
+        elif kind == "risk":
+            found.append(Match("risk", {"category": _keyword_class(core, RISK_CATEGORIES, "general")}))
+        elif kind == "opportunity":
+            found.append(Match("opportunity", {"type": _keyword_class(core, OPPORTUNITY_TYPES, "general")}))
+        elif kind == "task":
+            assignee = _task(core, speaker)[0] if len(core.split()) >= 3 else None
+            found.append(Match("task", {"assignee": assignee, "due_date": due_date(core, meeting_date), "status": "open"}))
+    return found
+
+
 def _task(core: str, speaker: str | None) -> tuple[str | None, bool]:
     if len(core.split()) < 3 or ASKS_TO_TALK.search(core):
         return None, False
@@ -208,7 +234,9 @@ def extract_by_rules(
     items: list[KnowledgeItem] = []
     answered: set[int] = set()  # sentences that took on a request: part of its task, not tasks of their own
     for position, unit in enumerate(units):
-        for match in classify(unit.text, unit.speaker, meeting_date):
+        first_in_turn = unit.turn is None or position == 0 or units[position - 1].turn != unit.turn
+        last_in_turn = unit.turn is None or position == len(units) - 1 or units[position + 1].turn != unit.turn
+        for match in classify_with_model(unit.text, unit.speaker, meeting_date, first_in_turn, last_in_turn):
             if match.kind == "task" and position in answered:
                 continue
             fields = dict(match.fields)
