@@ -73,6 +73,8 @@ PHRASINGS = [
     ("We need to ship the new firmware in Q4.", TUESDAY, date(2026, 12, 31)),
     ("I'll hire two engineers by the end of the quarter.", TUESDAY, date(2026, 12, 31)),
     ("I'll renew the licences before the end of the year.", TUESDAY, date(2026, 12, 31)),
+    ("I'll send the Q3 numbers to finance.", TUESDAY, None),  # a quarter named as a topic, not a deadline
+    ("I'll get the slides for the March 2 review from Dana.", TUESDAY, date(2027, 3, 2)),
     # no date said
     ("We'll get to it.", TUESDAY, None),
     ("I sent it a week ago, I'll chase them.", TUESDAY, None),

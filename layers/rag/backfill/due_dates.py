@@ -22,7 +22,8 @@ way a careful note-taker would write it down:
 - "in two weeks", "within 10 days", "in a couple of weeks", "give me two weeks": counted from the meeting.
 - "Friday the 18th", "Thursday, December 3": the date (the weekday only names it).
 - "end of the month", "next month", "end of March": the last day of that month.
-- "Q3", "end of Q2", "end of the quarter", "next quarter": the quarter's last day; "end of the year": December 31.
+- "in Q3", "by end of Q2", "end of the quarter", "next quarter": the quarter's last day ("the Q3 numbers" is a topic,
+  not a deadline); "end of the year": December 31.
 
 No date for what names no deadline: "we'll get to it", "a week ago", "since Monday", "last Friday",
 "every Monday", "2 units", "version 3.1", "the third option". When a sentence names several dates,
@@ -327,7 +328,12 @@ PHRASES = (
     _phrase(r"\b(?:the\s+)?end\s+of\s+(?:the\s+|this\s+)?month\b|\bmonth[-\s]end\b|\bthis\s+month\b", _month_end(0)),
     _phrase(r"\b(?:(?:the\s+)?end\s+of\s+)?next\s+month\b", _month_end(1)),
     _phrase(rf"\b(?:the\s+)?end\s+of\s+{_MONTH}(?!\w)", _end_of_named_month),
-    _phrase(r"\bQ(?P<quarter>[1-4])\b(?:\s+(?P<year>\d{4}))?", _named_quarter, case_sensitive=True),
+    # "in Q4", "by end of Q2": a quarter after a preposition; "the Q3 numbers" names a topic, not a deadline.
+    _phrase(
+        r"\b(?i:in|by|before|until|for|during|within|end\s+of|the\s+end\s+of)\s+Q(?P<quarter>[1-4])\b(?:\s+(?P<year>\d{4}))?",
+        _named_quarter,
+        case_sensitive=True,
+    ),
     _phrase(r"\b(?:the\s+)?end\s+of\s+(?:the\s+|this\s+)?quarter\b|\bthis\s+quarter\b", _relative_quarter(0)),
     _phrase(r"\b(?:(?:the\s+)?end\s+of\s+)?next\s+quarter\b", _relative_quarter(1)),
     _phrase(r"\b(?:the\s+)?end\s+of\s+(?:the\s+|this\s+)?year\b|\byear[-\s]end\b", _year_end),
