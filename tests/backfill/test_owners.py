@@ -214,3 +214,18 @@ def test_a_request_and_its_accepting_answer_are_one_task_with_the_answers_date()
         units[2].end_char,
         ("Marco Reyes", "Dana Kim (Firmware)"),
     )
+
+
+def test_any_extractors_task_gets_the_canonical_owner_and_other_items_stay():
+    from rag.backfill.extract import owned
+    from rag.backfill.models import KnowledgeItem
+
+    people = People.of(["Dana Kim (Firmware)", "Marcus Lee"])
+    task = KnowledgeItem(
+        "task", "Send the logs", "Dana, send the logs.", 0, 20, "llm", fields={"assignee": "dana", "due_date": None}
+    )
+    assert owned(task, people).fields == {"assignee": "Dana Kim", "due_date": None}
+    unowned = KnowledgeItem("task", "Send the logs", "Someone send the logs.", 0, 20, "llm", fields={"assignee": None})
+    assert owned(unowned, people) is unowned
+    decision = KnowledgeItem("decision", "Ship it", "We ship.", 0, 8, "llm", fields={"owner": "dana"})
+    assert owned(decision, people) is decision
