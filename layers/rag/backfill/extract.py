@@ -5,6 +5,8 @@ documents) and answers with structured items that point back at them; offline th
 rule-based extractor of ``rag.backfill.rules`` reads it sentence by sentence. Either
 way every item gets its turn and character range, speakers, the words it came from
 (evidence) and a vector of its description; the document's items are replaced as a whole.
+What a document lists under a ``Decisions``, ``Risks`` or ``Action items`` label is taken
+as listed (``rag.backfill.sections``, method "sections"); the extractors read the rest.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from rag.backfill.models import KnowledgeItem, StoredSegment
 from rag.backfill.owners import People
 from rag.backfill.rules import extract_by_rules
 from rag.backfill.runner import ModelStage
+from rag.backfill.sections import stated_items
 from rag.backfill.text import clip
 from rag.backfill.units import Unit, segment_units
 from rag.knowledge import EXTRACTED
@@ -41,7 +44,10 @@ class ExtractStage(ModelStage):
         # Owners in one form per person: this meeting's speakers first, then the names its project knows.
         people = People.of((turn.speaker for turn in document.turns), known=repository.project_people(conn, document))
         for segment in repository.load_segments(conn, document):
-            units = segment_units(document, segment)
+            # Lines under "## Decisions", "Action items:" ... are items as listed; the extractors read the rest.
+            stated = stated_items(document, segment)
+            items.extend(stated.items)
+            units = stated.outside(segment_units(document, segment))
             if not units:
                 continue
             if self.settings.llm_provider == "openai":
