@@ -157,13 +157,13 @@ def match(labels: Sequence[Label], extracted: Sequence[Extracted]) -> Matching:
         if item.kind == label.kind and item.place.overlaps(label.place)
     ]
     matching = Matching()
-    taken: set[int] = set()
+    taken: set[tuple[str, int]] = set()  # (kind, id): each knowledge table numbers its own rows
     for *_, label, item in sorted(candidates, key=lambda c: c[:4]):
-        if label.id not in matching.pairs and item.id not in taken:
+        if label.id not in matching.pairs and (item.kind, item.id) not in taken:
             matching.pairs[label.id] = item
-            taken.add(item.id)
+            taken.add((item.kind, item.id))
     for item in extracted:
-        if item.id in taken:
+        if (item.kind, item.id) in taken:
             continue
         later_mention = any(
             label.kind == item.kind and any(item.place.overlaps(update) for update in label.updates) for label in labels
@@ -189,10 +189,10 @@ def task_status(status: str | None) -> str:
 def score(labels: Sequence[Label], extracted: Sequence[Extracted], matching: Matching) -> dict[str, Any]:
     """Every figure of the report, each as ``{"value", "n", "of"}`` (value None when there is nothing to count)."""
     figures: dict[str, Any] = {}
-    neutral = {item.id for item in matching.neutral}
+    neutral = {(item.kind, item.id) for item in matching.neutral}
     for kind in KINDS:
         kind_labels = [label for label in labels if label.kind == kind]
-        kind_items = [item for item in extracted if item.kind == kind and item.id not in neutral]
+        kind_items = [item for item in extracted if item.kind == kind and (kind, item.id) not in neutral]
         found = [label for label in kind_labels if label.id in matching.pairs]
         figures[f"{kind}_precision"] = _ratio(len(found), len(kind_items))
         figures[f"{kind}_recall"] = _ratio(len(found), len(kind_labels))

@@ -183,3 +183,17 @@ def test_a_label_quoting_words_its_place_does_not_hold_is_reported():
 
     assert label.due == kq.date(2026, 2, 6) and label.updates == (kq.Place("b.md", 2, 2),)
     assert wrong == ["T1 update 0: 'prototype done' is not in Place(meeting='b.md', first=2, last=2)"]
+
+
+def test_items_of_different_kinds_may_share_an_id_each_table_numbers_its_own_rows():
+    kq = import_knowledge_quality()
+    Place, Label, Extracted = kq.Place, kq.Label, kq.Extracted
+    labels = [Label("D1", "decision", Place("a.txt", 1, 1), "q"), Label("T1", "task", Place("a.txt", 1, 1), "q")]
+    extracted = [Extracted(1, "decision", Place("a.txt", 1, 1)), Extracted(1, "task", Place("a.txt", 1, 1))]
+
+    matching = kq.match(labels, extracted)
+    figures = kq.score(labels, extracted, matching)
+
+    assert matching.pairs["D1"].kind == "decision" and matching.pairs["T1"].kind == "task"
+    assert figures["decision_recall"]["value"] == figures["task_recall"]["value"] == 1.0
+    assert matching.false_positives == [] and matching.neutral == []
