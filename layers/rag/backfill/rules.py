@@ -27,6 +27,9 @@ A sentence, after leading fillers ("okay, so, right, ...") are dropped, is a
   deadline the sentence names, resolved against the meeting date (rag.backfill.due_dates).
   Assignee: the person's one form among the meeting's speakers (rag.backfill.owners).
 Questions are never decisions, risks or opportunities.
+
+``extract_by_rules`` adds to the patterns' kinds those the sentence classifier (rag.backfill.classifier, trained on
+labelled meetings) finds above its precision thresholds (``classify_with_model``); the fields come from the helpers below.
 """
 
 from __future__ import annotations
