@@ -58,7 +58,7 @@ class KnowledgeItem:
     evidence: str
     start_char: int
     end_char: int
-    method: str  # llm | rules
+    method: str  # llm | rules | sections
     segment_id: int | None = None
     start_turn: int | None = None
     end_turn: int | None = None

@@ -165,9 +165,9 @@ def classify(sentence: str, speaker: str | None = None, meeting_date: date | Non
         why = RATIONALE.search(core)
         found.append(Match("decision", {"status": "agreed", "rationale": why["why"].rstrip(".") if why else None}))
     if not question and RISK.search(core) and not NOT_RISK.search(core):
-        found.append(Match("risk", {"category": _keyword_class(core, RISK_CATEGORIES, "general")}))
+        found.append(Match("risk", {"category": keyword_class(core, RISK_CATEGORIES, "general")}))
     if not question and OPPORTUNITY.search(core):
-        found.append(Match("opportunity", {"type": _keyword_class(core, OPPORTUNITY_TYPES, "general")}))
+        found.append(Match("opportunity", {"type": keyword_class(core, OPPORTUNITY_TYPES, "general")}))
     assignee, is_task = _task(core, speaker)
     if is_task:
         found.append(Match("task", {"assignee": assignee, "due_date": due_date(core, meeting_date), "status": "open"}))
@@ -191,9 +191,9 @@ def classify_with_model(
             why = RATIONALE.search(core)
             found.append(Match("decision", {"status": "agreed", "rationale": why["why"].rstrip(".") if why else None}))
         elif kind == "risk":
-            found.append(Match("risk", {"category": _keyword_class(core, RISK_CATEGORIES, "general")}))
+            found.append(Match("risk", {"category": keyword_class(core, RISK_CATEGORIES, "general")}))
         elif kind == "opportunity":
-            found.append(Match("opportunity", {"type": _keyword_class(core, OPPORTUNITY_TYPES, "general")}))
+            found.append(Match("opportunity", {"type": keyword_class(core, OPPORTUNITY_TYPES, "general")}))
         elif kind == "task":
             assignee = _task(core, speaker)[0] if len(core.split()) >= 3 else None
             found.append(Match("task", {"assignee": assignee, "due_date": due_date(core, meeting_date), "status": "open"}))
@@ -220,7 +220,7 @@ def _task(core: str, speaker: str | None) -> tuple[str | None, bool]:
     return None, False
 
 
-def _keyword_class(text: str, classes: dict[str, tuple[str, ...]], default: str) -> str:
+def keyword_class(text: str, classes: dict[str, tuple[str, ...]], default: str) -> str:
     lowered = text.lower()
     for name, words in classes.items():
         if any(word in lowered for word in words):

@@ -497,13 +497,13 @@ def item_fields(kind: ItemKind, reading: Reading, meeting_date: date | None) -> 
         level = (cells.get("likelihood") or (likelihood["level"] or likelihood["alone"] if likelihood else "") or "").lower()
         mitigation = MITIGATION_LABEL.search(reading.whole)
         return {
-            "category": rules._keyword_class(reading.whole, rules.RISK_CATEGORIES, "general"),
+            "category": rules.keyword_class(reading.whole, rules.RISK_CATEGORIES, "general"),
             "likelihood": level if level in ("low", "medium", "high") else None,
             "impact": cells.get("impact") or None,
             "mitigation": cells.get("mitigation") or (clip(mitigation["how"], 500) if mitigation else None),
         }
     return {  # opportunity
-        "type": rules._keyword_class(reading.whole, rules.OPPORTUNITY_TYPES, "general"),
+        "type": rules.keyword_class(reading.whole, rules.OPPORTUNITY_TYPES, "general"),
         "owner": cells.get("owner") or _labelled_owner(reading.whole),
     }
 
