@@ -100,7 +100,7 @@ def test_layer_carries_the_rds_ca_bundle_where_the_library_looks_for_it(layer: P
 
 @pytest.mark.slow
 def test_layer_ships_bytecode_for_python_3_12_when_one_is_available(layer: Path) -> None:
-    if find_python312() is None:
-        pytest.skip("no python3.12 on this machine: the layer is built without bytecode")
+    # Lambda runs CPython 3.12: without it here the layer ships no bytecode, and tests/artifact cannot run either.
+    assert find_python312() is not None, "no CPython 3.12 found (RAG_LAYER_PYTHON312, pyenv or PATH)"
     compiled = list((layer / "python" / "rag" / "store" / "__pycache__").glob("connection.cpython-312.pyc"))
     assert len(compiled) == 1
