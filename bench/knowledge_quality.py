@@ -30,7 +30,8 @@ Figures (``score``): precision = matched items / (items - neutral ones) and reca
 / labels, per kind; over the matched tasks, the share whose assignee is the label's owner (case and
 spacing ignored), whose due date is the label's (no date for no date counts as right), whose status
 is the label's final status (``done`` and ``cancelled``/``canceled`` as such, any other status is
-open), and the same status share over the labels changed in a later meeting; superseded decisions
+open), and the same status share over the labels changed in a later meeting; over the matched
+risks, the share whose stored status (open / closed) is the label's; superseded decisions
 recognised: of the labels with ``superseded_by``, those whose matched item is marked superseded
 (``status = 'superseded'`` or a ``superseded_by`` link, which when present must point to the item
 matched to the replacing label).
@@ -204,6 +205,10 @@ def score(labels: Sequence[Label], extracted: Sequence[Extracted], matching: Mat
     figures["task_status_right_changed_later"] = _ratio(
         sum(task_status(item.status) == label.status for label, item in changed), len(changed)
     )
+    risks = [(label, matching.pairs[label.id]) for label in labels if label.kind == "risk" and label.id in matching.pairs]
+    figures["risk_status_right"] = _ratio(
+        sum((item.status or "open") == (label.status or "open") for label, item in risks), len(risks)
+    )
     superseded = [label for label in labels if label.kind == "decision" and label.superseded_by]
     figures["superseded_recognised"] = _ratio(sum(_recognised(label, matching) for label in superseded), len(superseded))
     figures["counts"] = {
@@ -224,6 +229,39 @@ def _recognised(label: Label, matching: Matching) -> bool:
     return successor is not None and successor.id == item.superseded_by
 
 
+def wrong_over_time(labels: Sequence[Label], matching: Matching) -> list[str]:
+    """Matched tasks whose final status, owner or due date differ from the label's; superseded decisions not recognised."""
+    lines = []
+    for label in labels:
+        item = matching.pairs.get(label.id)
+        if item is None:
+            continue
+        if label.kind == "task":
+            wrong = [
+                f"{name} {got!r}, labelled {want!r}"
+                for name, got, want in (
+                    ("status", task_status(item.status), label.status),
+                    ("owner", item.assignee, label.owner),
+                    ("due", item.due, label.due),
+                )
+                if not (got == want or name == "owner" and _same_person(got, want))
+            ]
+            if wrong:
+                lines.append(f"{label.id} task: {'; '.join(wrong)}: {item.description[:70]}")
+        elif label.kind == "decision" and label.superseded_by and not _recognised(label, matching):
+            successor = matching.pairs.get(label.superseded_by)
+            lines.append(
+                f"{label.id} decision: superseded by {label.superseded_by} "
+                f"({'not extracted' if successor is None else f'item {successor.id}'}), "
+                f"stored {item.status!r} superseded_by {item.superseded_by}: {item.description[:60]}"
+            )
+        elif label.kind == "risk" and (item.status or "open") != (label.status or "open"):
+            lines.append(f"{label.id} risk: stored {item.status!r}, labelled {label.status!r}: {item.description[:60]}")
+        elif label.kind == "decision" and not label.superseded_by and item.status == "superseded":
+            lines.append(f"{label.id} decision: current, stored superseded by {item.superseded_by}: {item.description[:60]}")
+    return lines
+
+
 TABLE_ROWS = (
     ("decisions precision / recall", ("decision_precision", "decision_recall")),
     ("risks precision / recall", ("risk_precision", "risk_recall")),
@@ -234,6 +272,7 @@ TABLE_ROWS = (
     ("task status right", ("task_status_right",)),
     ("task status right (changed in a later meeting)", ("task_status_right_changed_later",)),
     ("superseded decisions recognised", ("superseded_recognised",)),
+    ("risk status right (open / closed)", ("risk_status_right",)),
 )
 
 
@@ -436,6 +475,9 @@ def main() -> int:
             print("false positives:")
             for item in matching.false_positives:
                 print(f"  {item.kind} {item.place.meeting}@{item.place.first}-{item.place.last}: {item.description[:100]}")
+            print("wrong over time:")
+            for line in wrong_over_time(scope_labels, matching):
+                print(f"  {line}")
     if args.json:
         sys.stdout = sys.__stdout__
         print(json.dumps(report, indent=2))

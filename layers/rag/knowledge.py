@@ -40,7 +40,8 @@ class Kind:
     label: str  # what the ask tools tell a model it is
     stage: Stage
     content: str  # SQL over the row ``c``: the text a search result shows
-    fields: tuple[str, ...]  # the kind's own columns, besides the shared ones
+    fields: tuple[str, ...]  # the kind's own columns the extractor fills, besides the shared ones
+    linked: tuple[str, ...] = ()  # columns a later meeting may change (rag.store.timeline keeps them)
     keyword: KeywordRanking = "tsvector_bm25"
     quotable: bool = True  # the content holds the source's own sentences: an extractive answer may quote it
 
@@ -51,12 +52,12 @@ class Kind:
     @property
     def metadata_fields(self) -> tuple[str, ...]:
         """Columns of ``c`` copied into a search result's ``metadata``."""
-        return (*self.fields, *PROVENANCE) if self.extracted else self.fields
+        return (*self.fields, *self.linked, *PROVENANCE) if self.extracted else self.fields
 
     @property
     def context_fields(self) -> tuple[str, ...]:
         """The fields ``/v1/context`` spells out next to the content (an extracted item's own)."""
-        return self.fields if self.extracted else ()
+        return (*self.fields, *self.linked) if self.extracted else ()
 
     def metadata_sql(self) -> str:
         """A jsonb object of the metadata fields plus the meeting date of the row's document ``d``."""
@@ -64,8 +65,8 @@ class Kind:
         return f"jsonb_build_object({', '.join(pairs)})"
 
 
-def _extracted(name: str, table: str, fields: tuple[str, ...]) -> Kind:
-    return Kind(name, table, "extracted items", "extract", "c.description", fields)
+def _extracted(name: str, table: str, fields: tuple[str, ...], linked: tuple[str, ...] = ()) -> Kind:
+    return Kind(name, table, "extracted items", "extract", "c.description", fields, linked)
 
 
 KINDS: tuple[Kind, ...] = (
@@ -77,8 +78,8 @@ KINDS: tuple[Kind, ...] = (
         "segment", "segments", "topic summaries", "segment", "c.title || E'\\n' || c.summary",
         ("title", "summary", "segment_index", "heading_path", "method"), quotable=False,
     ),
-    _extracted("decision", "decisions", ("rationale", "owner", "impact", "status")),
-    _extracted("risk", "risks", ("category", "likelihood", "impact", "mitigation")),
+    _extracted("decision", "decisions", ("rationale", "owner", "impact"), linked=("status", "superseded_by")),
+    _extracted("risk", "risks", ("category", "likelihood", "impact", "mitigation"), linked=("status",)),
     _extracted("opportunity", "opportunities", ("type", "owner", "next_step")),
     _extracted("task", "tasks", ("assignee", "due_date", "status")),
 )  # fmt: skip

@@ -15,7 +15,8 @@ if TYPE_CHECKING:
 
 SearchType = Literal[NAMES]  # type: ignore[valid-type]  # the registry's kinds, an enum in the OpenAPI document
 ALL_TYPES: tuple[SearchType, ...] = get_args(SearchType)
-TaskStatus = Literal["open", "done", "blocked"]
+TaskStatus = Literal["open", "done", "blocked", "cancelled"]
+Change = Literal["done", "cancelled", "reassigned", "rescheduled", "closed"]
 SearchMode = Literal["semantic", "keyword", "hybrid"]
 ProjectId = str
 
@@ -201,6 +202,21 @@ class MeetingList(BaseModel):
     meetings: list[Meeting]
 
 
+class TaskChange(BaseModel):
+    """Where a later meeting changed a task: reported it done or cancelled, handed it over, moved its date."""
+
+    change: Change
+    new_value: str | None = Field(default=None, description="reassigned: the new owner; rescheduled: the new date")
+    evidence: str
+    document_id: str
+    meeting_date: date | None = None
+    start_char: int
+    end_char: int
+    start_turn: int | None = None
+    end_turn: int | None = None
+    speakers: list[str] = Field(default_factory=list)
+
+
 class Task(BaseModel):
     id: str
     description: str
@@ -218,6 +234,7 @@ class Task(BaseModel):
     speakers: list[str] = Field(default_factory=list)
     evidence: str | None = None
     created_at: datetime
+    changes: list[TaskChange] = Field(default_factory=list, description="what later meetings changed, oldest first")
 
 
 class TaskList(BaseModel):

@@ -207,15 +207,16 @@ def meetings(
     return MeetingList(meetings=[Meeting(**_with_source(row)) for row in rows])
 
 
-@app.get("/v1/tasks", summary="Extracted tasks, soonest due first", tags=["catalog"])
+@app.get("/v1/tasks", summary="Extracted tasks, soonest due first, as later meetings left them", tags=["catalog"])
 def tasks(
     project_id: Annotated[str | None, Query(pattern=PROJECT_PATTERN)] = None,
     status: Annotated[TaskStatus | None, Query()] = None,
+    assignee: Annotated[str | None, Query(min_length=1, max_length=200)] = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
 ) -> TaskList:
     from rag.search.tasks import list_tasks
 
-    rows = list_tasks(_conn(), _tenant(), project_id=project_id, status=status, limit=limit)
+    rows = list_tasks(_conn(), _tenant(), project_id=project_id, status=status, assignee=assignee, limit=limit)
     return TaskList(tasks=[Task(**_with_source(row)) for row in rows])
 
 

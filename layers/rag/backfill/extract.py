@@ -11,16 +11,18 @@ as listed (``rag.backfill.sections``, method "sections"); the extractors read th
 
 from __future__ import annotations
 
-from dataclasses import replace
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from datetime import date
 from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, Field
 
 from rag.backfill import repository
+from rag.backfill.changes import detect_changes
 from rag.backfill.documents import ClaimedDocument
 from rag.backfill.errors import LLMOutputError
-from rag.backfill.models import KnowledgeItem, StoredSegment
+from rag.backfill.models import KnowledgeChange, KnowledgeItem, StoredSegment
 from rag.backfill.owners import People
 from rag.backfill.rules import extract_by_rules
 from rag.backfill.runner import ModelStage
@@ -40,23 +42,41 @@ class ExtractStage(ModelStage):
     name: StageName = "extract"
 
     def process(self, conn: psycopg.Connection, document: ClaimedDocument) -> None:
+        from rag.store.timeline import relink
+
         items: list[KnowledgeItem] = []
+        changes: list[KnowledgeChange] = []
         # Owners in one form per person: this meeting's speakers first, then the names its project knows.
         people = People.of((turn.speaker for turn in document.turns), known=repository.project_people(conn, document))
+        with_llm = self.settings.llm_provider == "openai"
+        earlier = repository.earlier_open_items(conn, document) if with_llm else []
         for segment in repository.load_segments(conn, document):
             # Lines under "## Decisions", "Action items:" ... are items as listed; the extractors read the rest.
             stated = stated_items(document, segment)
             items.extend(stated.items)
-            units = stated.outside(segment_units(document, segment))
-            if not units:
+            every_unit = segment_units(document, segment)
+            units = stated.outside(every_unit)
+            if with_llm and units:
+                found = extract_with_llm(document, segment, units, self.settings, earlier)
+                items.extend(found.items)
+                changes.extend(found.changes)
                 continue
-            if self.settings.llm_provider == "openai":
-                items.extend(extract_with_llm(document, segment, units, self.settings))
-            else:
+            if units:
                 items.extend(extract_by_rules(units, segment.id, document.meeting_date, people))
-        items = [owned(item, people) for item in items]
+            changes.extend(detect_changes(every_unit, segment.id, document.meeting_date, people))
+        # "I'd call the bricking risk closed" mentions a risk to close it, not to raise one.
+        closures = [c for c in changes if c.change == "closed"]
+        items = [owned(item, people) for item in items if not (item.kind == "risk" and _at_any(item, closures))]
         vectors = self.embedder.embed([item.description for item in items]) if items else []
         repository.replace_items(conn, document, items, vectors, self.model_id)
+        repository.replace_changes(conn, document, changes)
+        # What this meeting decides, closes or hands over changes earlier items; its own items may be
+        # changed by meetings already extracted (meetings are not always backfilled in date order).
+        relink(conn, document.tenant_id, document.project_id)
+
+
+def _at_any(item: KnowledgeItem, changes: Sequence[KnowledgeChange]) -> bool:
+    return any(item.start_char < c.end_char and c.start_char < item.end_char for c in changes)
 
 
 def owned(item: KnowledgeItem, people: People) -> KnowledgeItem:
@@ -80,7 +100,9 @@ class ProposedDecision(Located):
     rationale: str | None
     owner: str | None
     impact: str | None
-    status: Literal["proposed", "agreed", "revisited"] | None
+    supersedes: str | None = Field(
+        default=None, description="the label (E1, E2, ...) of the earlier decision this one replaces, or null"
+    )
 
 
 class ProposedRisk(Located):
@@ -99,7 +121,17 @@ class ProposedOpportunity(Located):
 class ProposedTask(Located):
     assignee: str | None
     due_date: str | None = Field(description="ISO date YYYY-MM-DD when a deadline is stated, else null")
-    status: Literal["open", "done", "blocked"] | None
+    status: Literal["open", "done", "blocked", "cancelled"] | None
+
+
+class ProposedChange(BaseModel):
+    first: int = Field(description="number of the first line that states the change")
+    last: int = Field(description="number of the last line (inclusive)")
+    evidence: str = Field(description="the exact words that state the change, quoted from those lines")
+    item: str = Field(description="the label (E1, E2, ...) of the earlier task or risk it changes")
+    change: Literal["done", "cancelled", "reassigned", "rescheduled", "closed"]
+    new_owner: str | None = Field(default=None, description="reassigned: who owns the task now")
+    new_due_date: str | None = Field(default=None, description="rescheduled: the new ISO date YYYY-MM-DD")
 
 
 class ProposedKnowledge(BaseModel):
@@ -107,6 +139,10 @@ class ProposedKnowledge(BaseModel):
     risks: list[ProposedRisk]
     opportunities: list[ProposedOpportunity]
     tasks: list[ProposedTask]
+    changes: list[ProposedChange] = Field(
+        default_factory=list, description="earlier items (E1, E2, ...) these lines report done, cancelled, handed "
+        "over, rescheduled or (risks) closed",
+    )  # fmt: skip
 
 
 EXTRACT_SYSTEM_PROMPT = (
@@ -114,15 +150,41 @@ EXTRACT_SYSTEM_PROMPT = (
     "numbered lines '[n] ...'. Return only what is stated: decisions taken, risks raised, opportunities named and "
     "tasks someone committed to or was asked to do. Each item points at the numbers of the lines it comes from and "
     "quotes their words as evidence. Use null for anything not stated. Resolve relative due dates against the "
-    "meeting date when one is given."
+    "meeting date when one is given. The user may also list earlier items of the project, labelled E1, E2, ...: "
+    "when a decision here replaces an earlier decision, give its label in 'supersedes'; when these lines report an "
+    "earlier task done, cancelled, handed over to someone or moved to a new date, or an earlier risk closed, add "
+    "a change naming its label."
 )
 # Each extracted kind and the field of ProposedKnowledge that lists it (its table's name).
 PROPOSED_KINDS = tuple((kind.name, kind.table) for kind in EXTRACTED)
+# The fields of a Proposed* model that name earlier items (links, not columns of the kind's table).
+LINK_FIELDS = ("supersedes",)
+
+
+@dataclass(frozen=True)
+class Extracted:
+    items: list[KnowledgeItem]
+    changes: list[KnowledgeChange]
+
+
+def earlier_items_prompt(earlier: Sequence[repository.EarlierItem]) -> str:
+    """The project's earlier open items as the model sees them: ``E<n> (kind, date): description``."""
+    if not earlier:
+        return ""
+    lines = [
+        f"E{n} ({item.kind}, {item.meeting_date.isoformat() if item.meeting_date else 'undated'}): {item.description}"
+        for n, item in enumerate(earlier, 1)
+    ]
+    return "Earlier items of this project that are still current or open:\n" + "\n".join(lines) + "\n\n"
 
 
 def extract_with_llm(
-    document: ClaimedDocument, segment: StoredSegment, units: list[Unit], settings: Settings
-) -> list[KnowledgeItem]:
+    document: ClaimedDocument,
+    segment: StoredSegment,
+    units: list[Unit],
+    settings: Settings,
+    earlier: Sequence[repository.EarlierItem] = (),
+) -> Extracted:
     from rag.llm import numbered_units, structured_completion
 
     # Transcripts are numbered by turn (the model sees whole turns), documents by sentence.
@@ -136,25 +198,29 @@ def extract_with_llm(
     answer = structured_completion(
         settings,
         system=EXTRACT_SYSTEM_PROMPT,
-        user=f"{meeting}Segment: {segment.title}\n\n" + numbered_units([lines[n] for n in sorted(lines)], first_number),
+        user=earlier_items_prompt(earlier)
+        + f"{meeting}Segment: {segment.title}\n\n"
+        + numbered_units([lines[n] for n in sorted(lines)], first_number),
         response_model=ProposedKnowledge,
     )
+
+    def covered_by(name: str, first: int, last: int) -> list[Unit]:
+        if not (min(lines) <= first <= last <= max(lines)):
+            raise LLMOutputError(f"{name} points at lines {first}-{last}, outside the segment's {min(lines)}-{max(lines)}")
+        covered = [unit for number, unit in enumerate(units) if first <= _line_number(unit, number, by_turn) <= last]
+        if not covered:
+            raise LLMOutputError(f"{name} points at empty lines")
+        return covered
+
     items = []
     for kind, attribute in PROPOSED_KINDS:
         for proposed in getattr(answer, attribute):
-            if not (min(lines) <= proposed.first <= proposed.last <= max(lines)):
-                raise LLMOutputError(
-                    f"{kind} '{clip(proposed.description, 80)}' points at lines {proposed.first}-{proposed.last}, "
-                    f"outside the segment's {min(lines)}-{max(lines)}"
-                )
-            covered = [
-                unit for number, unit in enumerate(units) if proposed.first <= (unit.turn if by_turn else number) <= proposed.last
-            ]
-            if not covered:
-                raise LLMOutputError(f"{kind} '{clip(proposed.description, 80)}' points at empty lines")
-            fields = proposed.model_dump(exclude={"first", "last", "evidence", "description"})
+            covered = covered_by(f"{kind} '{clip(proposed.description, 80)}'", proposed.first, proposed.last)
+            fields = proposed.model_dump(exclude={"first", "last", "evidence", "description", *LINK_FIELDS})
             if kind == "task":
                 fields["due_date"] = _iso_date(fields.get("due_date"))
+            if kind == "decision":
+                fields["supersedes"] = _earlier(proposed.supersedes, earlier, "decision")
             items.append(
                 KnowledgeItem(
                     kind=kind,
@@ -170,7 +236,47 @@ def extract_with_llm(
                     fields=fields,
                 )
             )
-    return items
+    changes = []
+    for proposed_change in answer.changes:
+        wanted = "risk" if proposed_change.change == "closed" else "task"
+        target = _earlier(proposed_change.item, earlier, wanted)
+        if target is None:
+            continue  # names no earlier item of the kind it changes: nothing to link
+        covered = covered_by(f"change of {proposed_change.item}", proposed_change.first, proposed_change.last)
+        new_value = proposed_change.new_owner if proposed_change.change == "reassigned" else None
+        if proposed_change.change == "rescheduled":
+            new_due = _iso_date(proposed_change.new_due_date)
+            new_value = new_due.isoformat() if new_due else None
+        changes.append(
+            KnowledgeChange(
+                change=proposed_change.change,
+                evidence=clip(proposed_change.evidence, 2000),
+                start_char=covered[0].start_char,
+                end_char=covered[-1].end_char,
+                method="llm",
+                segment_id=segment.id,
+                start_turn=covered[0].turn,
+                end_turn=covered[-1].turn,
+                speakers=tuple(dict.fromkeys(u.speaker for u in covered if u.speaker)),
+                new_value=new_value,
+                proposed_target=target,
+            )
+        )
+    return Extracted(items, changes)
+
+
+def _line_number(unit: Unit, position: int, by_turn: bool) -> int:
+    """The number the model saw for a unit's line: its turn's (transcripts) or its position (documents)."""
+    return unit.turn if by_turn and unit.turn is not None else position
+
+
+def _earlier(label: str | None, earlier: Sequence[repository.EarlierItem], kind: str) -> str | None:
+    """The description of the earlier item ``label`` (``E<n>``) names, if it is one of ``kind``."""
+    digits = (label or "").strip().upper().removeprefix("E")
+    if not digits.isdigit() or not 1 <= int(digits) <= len(earlier):
+        return None
+    item = earlier[int(digits) - 1]
+    return item.description if item.kind == kind else None
 
 
 def _iso_date(value: str | None) -> date | None:

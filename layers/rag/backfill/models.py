@@ -69,3 +69,24 @@ class KnowledgeItem:
     def due_date(self) -> date | None:
         value = self.fields.get("due_date")
         return value if isinstance(value, date) else None
+
+
+@dataclass(frozen=True)
+class KnowledgeChange:
+    """A statement that changes an earlier item: a task done, cancelled, handed over or moved; a risk closed.
+
+    Which item it changes is decided across the project's meetings (``rag.store.timeline.relink``).
+    """
+
+    change: str  # done | cancelled | reassigned | rescheduled | closed
+    evidence: str
+    start_char: int
+    end_char: int
+    method: str  # rules | llm
+    segment_id: int | None = None
+    start_turn: int | None = None
+    end_turn: int | None = None
+    speakers: tuple[str, ...] = ()
+    context: str | None = None  # what was said just before (the question a "done" answers)
+    new_value: str | None = None  # reassigned: the new owner; rescheduled: the new due date (ISO)
+    proposed_target: str | None = None  # llm: the description of the earlier item it names

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, cast
 from uuid import UUID
 
 from rag.storable_text import storable
-from rag.store import keyword_index
+from rag.store import keyword_index, timeline
 
 if TYPE_CHECKING:
     import psycopg
@@ -156,7 +156,8 @@ def write_document_rows(
             **_BACKFILL_RESET,
         },
     )
-    _delete_derived_rows(conn, document_id)
+    if _delete_derived_rows(conn, document_id):
+        timeline.relink(conn, source.tenant_id, source.project_id)
     copy_chunks(conn, document_id, source, chunks, vectors, model_id)
     return document_id
 
@@ -208,32 +209,41 @@ def record_failure(conn: psycopg.Connection, source: SourceObject, fields: Docum
                 **_BACKFILL_RESET,
             },
         )
-        _delete_derived_rows(conn, document_id)
+        if _delete_derived_rows(conn, document_id):
+            timeline.relink(conn, source.tenant_id, source.project_id)
     return document_id
 
 
 def delete_by_key(conn: psycopg.Connection, bucket: str, key: str) -> UUID | None:
-    """Delete the object's document; its chunks and their BM25 lengths go with it (ON DELETE CASCADE)."""
+    """Delete the object's document; its chunks and their BM25 lengths go with it (ON DELETE CASCADE).
+
+    So do its segments, knowledge items and change statements; what they had changed in its
+    project's other meetings is recomputed (``timeline.relink``).
+    """
     with conn.transaction():
         found = conn.execute(
-            "SELECT id FROM documents WHERE bucket = %s AND object_key = %s FOR UPDATE", (bucket, key)
+            "SELECT id, tenant_id, project_id FROM documents WHERE bucket = %s AND object_key = %s FOR UPDATE",
+            (bucket, key),
         ).fetchone()
         if not found:
             return None
-        keyword_index.unindex_document(conn, found[0])
-        conn.execute("DELETE FROM documents WHERE id = %s", (found[0],))
-    return cast(UUID, found[0])
+        document_id, tenant_id, project_id = found
+        keyword_index.unindex_document(conn, document_id)
+        conn.execute("DELETE FROM documents WHERE id = %s", (document_id,))
+        timeline.relink(conn, tenant_id, project_id)
+    return cast(UUID, document_id)
 
 
-def _delete_derived_rows(conn: psycopg.Connection, document_id: UUID) -> None:
+def _delete_derived_rows(conn: psycopg.Connection, document_id: UUID) -> bool:
     """Everything made from the document's old content: chunks (and their BM25 lengths), segments and their items.
 
-    The items (decisions, risks, opportunities, tasks) go with their segment (ON DELETE
-    CASCADE); the document is back at ``raw_ingested``, so the backfill redoes them.
+    The items (decisions, risks, opportunities, tasks) and change statements go with their segment
+    (ON DELETE CASCADE); the document is back at ``raw_ingested``, so the backfill redoes them.
+    Returns whether there were segments (then the caller relinks the project: its items changed).
     """
     keyword_index.unindex_document(conn, document_id)
     conn.execute("DELETE FROM chunks WHERE document_id = %s", (document_id,))
-    conn.execute("DELETE FROM segments WHERE document_id = %s", (document_id,))
+    return conn.execute("DELETE FROM segments WHERE document_id = %s", (document_id,)).rowcount > 0
 
 
 def _upsert_document(conn: psycopg.Connection, source: SourceObject, values: dict[str, Any]) -> UUID:

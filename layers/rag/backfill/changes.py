@@ -1,0 +1,167 @@
+"""Statements that change an earlier item, found offline: done, cancelled, handed over, moved, closed.
+
+One sentence at a time, by what it says happened, not by what it is about: which task or risk
+it changes is decided later, across the project's meetings, by the words it shares with the
+open items (``rag.timeline``). So the cues can be plain and a little broad; a statement that
+matches no earlier item changes nothing.
+
+- done: a completion said in the past or present ("I sent it Friday", "the BOM went out last
+  Thursday", "the lab slot is booked", "the runbook is finished"), never a plan ("I'll send",
+  "we need to book", "if it comes back"), a question or a negation ("not done yet") said before it;
+- cancelled: "cancel", "call off", "scrap", "no longer need", "not needed any more";
+- reassigned: "<Name>, could you take over ...", "<Name> will take it over", "hand it over to
+  <Name>", "<Name> owns that now"; the new owner in the project's one form for that person;
+- rescheduled: "push / move / slip ... to <date>", "now due <date>": the new date resolved
+  against the meeting's;
+- closed (risks): "the certification risk is gone", "I'd call that risk closed", "no longer a
+  concern", "we can close that one".
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from datetime import date
+
+from rag.backfill.due_dates import due_date
+from rag.backfill.models import KnowledgeChange
+from rag.backfill.owners import People
+from rag.backfill.rules import clean
+from rag.backfill.text import clip
+from rag.backfill.units import Unit
+
+CONTEXT_UNITS = 2  # sentences before a statement that say what it is about
+CONTEXT_CHARS = 400
+
+
+def _any(*patterns: str) -> re.Pattern[str]:
+    return re.compile("|".join(f"(?:{p})" for p in patterns), re.I)
+
+
+def _name(tag: int) -> str:
+    """A person's name (one or two capitalized words) as group ``name<tag>``: each alternative needs its own."""
+    return rf"(?P<name{tag}>[A-Z][\w'-]+(?:\s+[A-Z][\w'-]+)?)"
+
+
+PLAN = _any(
+    r"\b(?:will|'ll|shall|going\s+to|gonna|need\s+to|needs\s+to|have\s+to|has\s+to|should|must|plan\s+to|want\s+to)\b",
+    r"\b(?:can|could|would)\s+(?:you|we|someone)\b",
+    r"^(?:let's|please)\b",
+    r"\bif\b",
+)
+NEGATED = _any(r"\bnot\s+(?:\w+\s+)?(?:yet|done|finished|sent|booked)\b", r"\b(?:isn't|aren't|wasn't|hasn't|haven't|didn't)\b")
+DONE = _any(
+    r"\b(?:is|are|was|were|'s|got|been|all)\s+(?:now\s+)?(?:done|finished|complete|completed|sorted|wrapped\s+up)\b",
+    r"\b(?:sent|shipped|submitted|published|booked|signed|filed|posted|uploaded|delivered|merged|deployed|released|"
+    r"approved|reviewed|confirmed|finished|completed|paid|ordered|received|installed|rebuilt|fixed)\b",
+    r"\bwent\s+(?:fine|well|smoothly|through|live|ok(?:ay)?)\b",
+    r"\b(?:I|we|they|he|she)\s+(?:just\s+|already\s+|finally\s+)?(?:finished|completed|sent|shipped|submitted|published|"
+    r"booked|signed|filed|posted|uploaded|delivered|merged|deployed|released|wrapped\s+up|got\s+(?:it|them|the)\b)",
+    r"\b(?:went|go(?:es)?)\s+out\b",
+    r"\bcame\s+(?:back|in|through)\b",
+    r"\b(?:is|are|was|were|has\s+been|have\s+been)\s+(?:now\s+)?(?:sent|shipped|submitted|published|booked|signed|filed|"
+    r"posted|uploaded|delivered|merged|deployed|released|approved|reviewed|received|confirmed|up|live|out|ready|"
+    r"in\s+place|installed|rebuilt|fixed)\b",
+    r"^(?:done|finished|sent|submitted|booked|signed|published)\b",
+)
+CANCELLED = _any(
+    r"\bcancel(?:led|ed|ling|s)?\b", r"\bcall(?:ed|ing)?\s+off\b", r"\bscrap(?:ped|ping)?\b",
+    r"\bno\s+longer\s+need", r"\bnot\s+needed\s+any\s*more\b", r"\bdon't\s+need\b.{0,60}\bany\s*more\b",
+)  # fmt: skip
+REASSIGNED = re.compile(
+    "|".join(
+        (
+            _name(1) + r"\s*[,:]\s*(?:can|could|would|will)\s+you\s+take\b.{0,80}?\bover\b",
+            _name(2) + r"\s*:\s*take\s+over\b",
+            _name(3) + r"\s+(?:will|'ll|is\s+going\s+to|is\s+taking|takes)\s+(?:take\s+)?"
+            r"(?:it|that|this|them|the\b.{0,60}?)?\s*over\b",
+            r"\bhand(?:ing|ed|s)?\s+(?:it|that|this|them|the\b.{0,60}?)\s+(?:over\s+)?to\s+" + _name(4),
+            _name(5) + r"\s+(?:owns|has)\s+(?:it|that|this)\s+now\b",
+        )
+    )
+)  # case-sensitive: a name is capitalized
+RESCHEDULED = _any(
+    r"\b(?:push(?:ed|ing)?|mov(?:e|ed|ing)|slip(?:s|ped|ping)?|slid(?:e|es|ing)?|postpon(?:e|ed|ing)|delay(?:ed|ing)?|"
+    r"reschedul(?:e|ed|ing)|shift(?:ed|ing)?)\b.{0,60}\b(?:to|until|till)\b",
+    r"\b(?:now|new)\s+(?:due|deadline|date)\b",
+    r"\binstead\s+of\b",
+)
+CLOSED = _any(
+    r"\b(?:risk|concern|issue|worry|problem|that\s+one|this\s+one)\b.{0,40}?\b(?:is|are|'s|as|be)\s+"
+    r"(?:now\s+)?(?:closed|gone|resolved|retired|mitigated|off\s+the\s+table|behind\s+us)\b",
+    r"\b(?:call|consider|mark)\b.{0,50}\b(?:risk|concern|issue|one)\s+(?:as\s+)?closed\b",
+    r"\bno\s+longer\s+(?:a\s+|an\s+)?(?:risk|concern|issue|worry|problem)\b",
+    r"\bnot\s+(?:a\s+|an\s+)?(?:risk|concern|issue|worry|problem)\s+any\s*more\b",
+    r"\b(?:close|retire)\s+(?:that|this|the)\b.{0,40}?\b(?:risk|concern|one)\b",
+    r"\bnothing\s+to\s+worry\s+about\b",
+)
+
+
+def detect_changes(
+    units: Sequence[Unit], segment_id: int | None, meeting_date: date | None, people: People
+) -> list[KnowledgeChange]:
+    """The change statements among one segment's sentences, in order."""
+    found: list[KnowledgeChange] = []
+    units = [line for unit in units for line in _lines(unit)]
+    for position, unit in enumerate(units):
+        core = clean(unit.text)
+        for change, new_value in _changes_of(core, meeting_date, people):
+            # In a transcript what was just said is what a short "I sent it Friday" is about; in notes
+            # the line before is another item.
+            before = [u for u in units[max(position - CONTEXT_UNITS, 0) : position] if u.turn is not None]
+            found.append(
+                KnowledgeChange(
+                    change=change,
+                    evidence=clip(unit.text, 2000),
+                    start_char=unit.start_char,
+                    end_char=unit.end_char,
+                    method="rules",
+                    segment_id=segment_id,
+                    start_turn=unit.turn,
+                    end_turn=unit.turn,
+                    speakers=(people.canonical(unit.speaker) or unit.speaker,) if unit.speaker else (),
+                    context=clip(" ".join(u.text for u in before), CONTEXT_CHARS) or None,
+                    new_value=new_value,
+                )
+            )
+    return found
+
+
+def _before(pattern: re.Pattern[str], text: str, cue: re.Match[str]) -> bool:
+    """Whether ``pattern`` occurs before the end of ``cue``: "if the quote comes back" is a plan, "the offer
+    came in on the 8th: they pay if the pool stays open" a report."""
+    return pattern.search(text, 0, cue.end()) is not None
+
+
+def _lines(unit: Unit) -> list[Unit]:
+    """A sentence cut at its line breaks: list items without a full stop are one sentence to the splitter."""
+    if "\n" not in unit.text:
+        return [unit]
+    lines, start = [], unit.start_char
+    for line in unit.text.split("\n"):
+        stripped = line.strip()
+        if stripped:
+            offset = start + line.index(stripped)
+            lines.append(Unit(offset, offset + len(stripped), stripped, unit.turn, unit.speaker))
+        start += len(line) + 1
+    return lines
+
+
+def _changes_of(core: str, meeting_date: date | None, people: People) -> list[tuple[str, str | None]]:
+    """(change, new value) pairs one sentence states."""
+    changes: list[tuple[str, str | None]] = []
+    if reassigned := REASSIGNED.search(core):
+        name = next(value for key, value in reassigned.groupdict().items() if key.startswith("name") and value)
+        changes.append(("reassigned", people.canonical(name)))
+    if core.endswith("?"):
+        return changes  # a question changes nothing, save asking someone to take a task over
+    if CLOSED.search(core):
+        changes.append(("closed", None))
+    if CANCELLED.search(core):
+        changes.append(("cancelled", None))
+    elif (done := DONE.search(core)) and not _before(PLAN, core, done) and not _before(NEGATED, core, done):
+        changes.append(("done", None))
+    moved = RESCHEDULED.search(core) or reassigned  # "take over the one-pager, due March 11": a new date too
+    if moved and (new_date := due_date(core, meeting_date)):
+        changes.append(("rescheduled", new_date.isoformat()))
+    return changes

@@ -1,0 +1,298 @@
+"""What later meetings changed: which decision replaced which, which task is done, whose it is now.
+
+Pure logic over a project's items in meeting order (``rag.store.timeline`` loads them and
+writes the result back). Subjects are compared by their words: PostgreSQL's English stems
+of each item's description (its ``search_tsv``), without people's names, dates and the
+verbs every item uses ("send", "decide", "risk"), each weighted by how rare it is in the
+project (inverse document frequency over its items and change statements). So the links
+do not depend on the deployment's embedding model, and "the BOM" ties a report to the one
+task about the BOM however differently the two are worded around it.
+
+- A decision supersedes the earlier *current* decision closest to it in subject (enough
+  shared weight; within one meeting only when it says it changes something: "actually",
+  "instead", ...). A later decision that only restates an earlier one (no word of its own
+  besides confirming ones, and no change cue) is a restatement: it supersedes nothing, and
+  whatever later replaces it replaces the original too. A chat model's proposed link
+  (``stated["supersedes"]``: the earlier decision's description) is taken when it names an
+  earlier current decision.
+- A change statement ("I sent the BOM on Friday", "Raj, could you take the runbook over?",
+  "the certification risk is gone") changes the open task or risk of an earlier moment whose
+  subject it shares most, counting the words of the statement and, at half weight, of what was
+  said just before it (the question it answers); a report by the task's own owner counts extra.
+  A task extracted from the very words of a handover or a new date ("James, could you take
+  over the grant application?") is that earlier task's follow-up, not a task of its own: it
+  shows the earlier task's state and no later change is linked to it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import date
+from typing import Any
+
+# Decisions: the shared words' weight over both decisions' (a weighted Dice coefficient).
+DECISION_MIN_SIMILARITY = 0.3
+DECISION_MIN_SHARED_WORDS = 2
+# Changes: the weight of the item's words the statement (or, at half weight, what came just before) says.
+CHANGE_MIN_COVERAGE = 0.3
+CLOSURE_MIN_COVERAGE = 0.05  # "the credit risk is closed": the cue says the rest
+CONTEXT_WEIGHT = 0.5
+OWNER_REPORT_BONUS = 0.2  # a "done" or a new date said by the task's own owner
+MIN_SHARED_WEIGHT = 1.0  # at least one word that is not everywhere in the project
+
+# Words that say a decision replaces something (PostgreSQL English stems).
+CHANGE_CUES = frozenset(
+    {"actual", "instead", "chang", "switch", "move", "revers", "revert", "back", "drop", "replac", "longer",
+     "rais", "cut", "cancel", "scrap", "overturn", "new", "anymor", "rather", "reconsid", "updat"}
+)  # fmt: skip
+# Words a restatement adds to what it restates ("we confirmed the May 19 date", "it stays at $89").
+CONFIRMING = frozenset({"confirm", "agre", "still", "stay", "reconfirm", "final", "decid", "decis", "date", "keep"})
+# Words that say nothing about a subject: how items are phrased, when things are due, what kind they are.
+NOISE = frozenset(
+    {"decid", "decis", "agre", "go", "let", "will", "need", "think", "can", "could", "would", "like", "get", "make",
+     "do", "take", "send", "sent", "check", "look", "write", "ask", "tell", "put", "give", "have", "want", "know",
+     "come", "came", "went", "tri", "start", "finish", "done", "one", "two", "thing", "okay", "yeah", "right",
+     "pleas", "sure", "us", "risk", "concern", "worri", "issu", "problem", "close", "task", "action", "item",
+     "due", "today", "tomorrow", "tonight", "week", "weekend", "month", "day", "eod", "end", "next", "last",
+     "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday", "januari", "februari", "march",
+     "april", "may", "june", "juli", "august", "septemb", "octob", "novemb", "decemb", "also", "well", "back",
+     "first", "new", "now", "way", "bit", "lot", "anyway", "guess", "mayb", "probabl", "realli", "just"}
+)  # fmt: skip
+
+
+@dataclass(frozen=True, order=True)
+class Moment:
+    """When something was said: the meeting's day, the document's upload, the position in it."""
+
+    day: date
+    uploaded: float  # the document's creation time (epoch seconds): meetings of one day in upload order
+    document_id: str
+    position: int  # start_char
+
+    def same_meeting(self, other: Moment) -> bool:
+        return self.document_id == other.document_id
+
+
+@dataclass(frozen=True)
+class TimedItem:
+    kind: str  # decision | risk | task
+    id: int
+    at: Moment
+    words: frozenset[str]
+    description: str
+    stated: dict[str, Any] = field(default_factory=dict)  # the extractor's values: status, assignee, due_date, supersedes
+    end: int = 0  # end_char: with ``at.position``, the characters the item was taken from
+
+    def spans(self, moment: Moment) -> bool:
+        return self.at.same_meeting(moment) and self.at.position <= moment.position < max(self.end, self.at.position + 1)
+
+
+@dataclass(frozen=True)
+class TimedChange:
+    id: int
+    at: Moment
+    change: str  # done | cancelled | reassigned | rescheduled | closed
+    words: frozenset[str]
+    context_words: frozenset[str] = frozenset()
+    speakers: tuple[str, ...] = ()
+    new_value: str | None = None
+    proposed_target: str | None = None
+
+
+@dataclass
+class TaskState:
+    status: str
+    assignee: str | None
+    due_date: date | None
+
+
+@dataclass
+class Timeline:
+    """The effective state of every item, and what each change statement changed."""
+
+    superseded_by: dict[int, int | None] = field(default_factory=dict)  # decision id -> the decision replacing it
+    risk_status: dict[int, str] = field(default_factory=dict)
+    tasks: dict[int, TaskState] = field(default_factory=dict)
+    change_targets: dict[int, tuple[str, int] | None] = field(default_factory=dict)
+
+
+class Weights:
+    """Each subject word's weight: rarer in the project, heavier (a smoothed inverse document frequency)."""
+
+    def __init__(self, texts: Iterable[frozenset[str]]) -> None:
+        counts: Counter[str] = Counter()
+        total = 0
+        for words in texts:
+            counts.update(words)
+            total += 1
+        self.counts, self.total = counts, total
+
+    def of(self, words: Iterable[str]) -> float:
+        return sum(math.log((self.total + 1) / (self.counts.get(word, 0) + 0.5)) for word in words)
+
+
+def subject(words: Iterable[str], names: frozenset[str] = frozenset()) -> frozenset[str]:
+    """The words that say what an item is about: no noise, no names, no bare numbers of days."""
+    return frozenset(w for w in words if w not in NOISE and w not in names and not _ordinal(w))
+
+
+def _ordinal(word: str) -> bool:
+    return word[:-2].isdigit() and word[-2:] in ("st", "nd", "rd", "th")
+
+
+def link(items: Sequence[TimedItem], changes: Sequence[TimedChange], names: Iterable[str] = ()) -> Timeline:
+    """Every item's effective state after all meetings (the rules are in the module docstring).
+
+    ``names``: the stems of the project's people's names (not subject words).
+    """
+    people = frozenset(names)
+    items = [_with_subject(item, people) for item in items]
+    changes = [_with_subject(change, people) for change in changes]
+    weights = Weights([i.words for i in items] + [c.words | c.context_words for c in changes])
+    timeline = Timeline()
+    _link_decisions(sorted((i for i in items if i.kind == "decision"), key=lambda i: i.at), timeline, weights)
+    for item in items:
+        if item.kind == "risk":
+            timeline.risk_status[item.id] = "closed" if item.stated.get("status") == "closed" else "open"
+        elif item.kind == "task":
+            timeline.tasks[item.id] = TaskState(
+                status=str(item.stated.get("status") or "open"),
+                assignee=item.stated.get("assignee"),
+                due_date=_as_date(item.stated.get("due_date")),
+            )
+    candidates = sorted((i for i in items if i.kind in ("risk", "task")), key=lambda i: i.at)
+    follow_ups: dict[int, int] = {}  # a task made of a handover's or a new date's words -> the task it changes
+    for change in sorted(changes, key=lambda c: c.at):
+        target = _target(change, [c for c in candidates if c.id not in follow_ups or c.kind != "task"], timeline, weights)
+        timeline.change_targets[change.id] = (target.kind, target.id) if target else None
+        if target is None:
+            continue
+        _apply(change, target, timeline)
+        if change.change in ("reassigned", "rescheduled"):
+            for item in candidates:
+                if item.kind == "task" and item.id != target.id and item.spans(change.at):
+                    follow_ups[item.id] = target.id
+    for follow_up, original in follow_ups.items():
+        timeline.tasks[follow_up] = timeline.tasks[original]
+    return timeline
+
+
+def _with_subject(thing: Any, names: frozenset[str]) -> Any:
+    from dataclasses import replace
+
+    if isinstance(thing, TimedChange):
+        return replace(thing, words=subject(thing.words, names), context_words=subject(thing.context_words, names))
+    return replace(thing, words=subject(thing.words, names))
+
+
+def _link_decisions(decisions: Sequence[TimedItem], timeline: Timeline, weights: Weights) -> None:
+    restates: dict[int, int] = {}  # a restatement -> the decision it restates (the first statement)
+    for position, later in enumerate(decisions):
+        timeline.superseded_by[later.id] = None
+        current = [d for d in decisions[:position] if timeline.superseded_by[d.id] is None and d.at < later.at]
+        earlier = _proposed(later.stated.get("supersedes"), current) or _closest_decision(later, current, weights)
+        if earlier is None:
+            continue
+        original = restates.get(earlier.id, earlier.id)
+        if _restates(later, earlier):
+            restates[later.id] = original
+            continue
+        for replaced in current:  # the decision and every restatement of it
+            if restates.get(replaced.id, replaced.id) == original:
+                timeline.superseded_by[replaced.id] = later.id
+
+
+def _restates(later: TimedItem, earlier: TimedItem) -> bool:
+    """Whether ``later`` only says ``earlier`` again: no change cue, and nothing new besides confirming words."""
+    return not (later.words & CHANGE_CUES) and not (later.words - earlier.words - CONFIRMING)
+
+
+def _proposed(description: object, candidates: Sequence[TimedItem]) -> TimedItem | None:
+    if not isinstance(description, str) or not description.strip():
+        return None
+    wanted = " ".join(description.split()).casefold()
+    named = [c for c in candidates if " ".join(c.description.split()).casefold() == wanted]
+    return named[-1] if named else None
+
+
+def _closest_decision(later: TimedItem, candidates: Sequence[TimedItem], weights: Weights) -> TimedItem | None:
+    best: tuple[float, TimedItem] | None = None
+    for earlier in candidates:
+        if earlier.at.same_meeting(later.at) and not (later.words & CHANGE_CUES):
+            continue  # within one meeting, only a stated change replaces what was just decided
+        shared = later.words & earlier.words
+        both = weights.of(later.words) + weights.of(earlier.words)
+        similarity = 2 * weights.of(shared) / both if both else 0.0
+        if (
+            len(shared) >= DECISION_MIN_SHARED_WORDS
+            and similarity >= DECISION_MIN_SIMILARITY
+            and (best is None or similarity >= best[0])
+        ):
+            best = (similarity, earlier)
+    return best[1] if best else None
+
+
+def _target(change: TimedChange, candidates: Sequence[TimedItem], timeline: Timeline, weights: Weights) -> TimedItem | None:
+    wanted_kind = "risk" if change.change == "closed" else "task"
+    open_now = [
+        item
+        for item in candidates
+        if item.kind == wanted_kind and item.at < change.at and not item.spans(change.at) and _is_open(item, timeline)
+    ]
+    named = _proposed(change.proposed_target, open_now)
+    if named is not None:
+        return named
+    closure = change.change == "closed"
+    best: tuple[float, TimedItem] | None = None
+    for item in open_now:
+        said = change.words & item.words
+        before = (change.context_words & item.words) - said
+        shared_weight = weights.of(said) + CONTEXT_WEIGHT * weights.of(before)
+        if shared_weight < MIN_SHARED_WEIGHT:
+            continue
+        coverage = shared_weight / max(weights.of(item.words), 1e-9)
+        if item.kind == "task" and change.change != "reassigned" and _owner_speaks(change, timeline.tasks[item.id]):
+            coverage += OWNER_REPORT_BONUS
+        if coverage < (CLOSURE_MIN_COVERAGE if closure else CHANGE_MIN_COVERAGE):
+            continue
+        # A closure names its risk by a word or two of a long sentence: the rarest shared words decide.
+        score = shared_weight + coverage if closure else coverage
+        if best is None or score >= best[0]:
+            best = (score, item)
+    return best[1] if best else None
+
+
+def _is_open(item: TimedItem, timeline: Timeline) -> bool:
+    if item.kind == "risk":
+        return timeline.risk_status[item.id] == "open"
+    return timeline.tasks[item.id].status in ("open", "blocked")
+
+
+def _owner_speaks(change: TimedChange, task: TaskState) -> bool:
+    owner = (task.assignee or "").casefold()
+    return bool(owner) and any(speaker.casefold() == owner for speaker in change.speakers)
+
+
+def _apply(change: TimedChange, target: TimedItem, timeline: Timeline) -> None:
+    if target.kind == "risk":
+        timeline.risk_status[target.id] = "closed"
+        return
+    task = timeline.tasks[target.id]
+    if change.change in ("done", "cancelled"):
+        task.status = change.change
+    elif change.change == "reassigned" and change.new_value:
+        task.assignee = change.new_value
+    elif change.change == "rescheduled":
+        task.due_date = _as_date(change.new_value) or task.due_date
+
+
+def _as_date(value: object) -> date | None:
+    if isinstance(value, date):
+        return value
+    try:
+        return date.fromisoformat(value) if isinstance(value, str) and value else None
+    except ValueError:
+        return None

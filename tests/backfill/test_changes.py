@@ -1,0 +1,75 @@
+"""rag.backfill.changes: which sentences report a task done, cancelled, handed over or moved, or a risk closed."""
+
+from __future__ import annotations
+
+from datetime import date
+
+import pytest
+
+from rag.backfill.changes import detect_changes
+from rag.backfill.owners import People
+from rag.backfill.units import Unit
+
+MONDAY = date(2026, 3, 2)
+PEOPLE = People.of(["Priya Nair (PM)", "Omar Haddad", "Lena Vogel"])
+
+
+def changes_of(text: str, speaker: str | None = "Lena Vogel") -> list[tuple[str, str | None]]:
+    units = [Unit(0, len(text), text, 0 if speaker else None, speaker)]
+    return [(c.change, c.new_value) for c in detect_changes(units, None, MONDAY, PEOPLE)]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("I sent the vendor shortlist on Thursday.", [("done", None)]),
+        ("The floor plan went out to the landlord last week.", [("done", None)]),
+        ("The venue deposit is paid and the contract is signed.", [("done", None)]),
+        ("Good news, the test rig is up since Friday.", [("done", None)]),
+        ("Done.", [("done", None)]),
+        ("The survey came back yesterday.", [("done", None)]),
+        ("We're calling off the offsite.", [("cancelled", None)]),
+        ("We no longer need the second quote.", [("cancelled", None)]),
+        ("Omar, could you take over the press kit from me?", [("reassigned", "Omar Haddad")]),
+        ("Priya will take the budget sheet over.", [("reassigned", "Priya Nair")]),
+        ("I'm handing the hotel booking over to Lena.", [("reassigned", "Lena Vogel")]),
+        ("We push the dry run to March 16.", [("rescheduled", "2026-03-16")]),
+        ("The audit slipped to the end of next week.", [("rescheduled", "2026-03-13")]),
+        ("I'd call the permit risk closed.", [("closed", None)]),
+        ("The staffing concern is resolved now that the two hires started.", [("closed", None)]),
+        ("Flooding is no longer a risk since they moved the server room.", [("closed", None)]),
+        ("I think we can close that one.", [("closed", None)]),
+    ],
+)
+def test_a_change_statement_and_its_new_value(text, expected):
+    assert changes_of(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I'll send the vendor shortlist on Thursday.",  # a plan
+        "We need to book the venue.",
+        "Is the floor plan done?",  # a question
+        "The contract is not signed yet.",
+        "It isn't finished.",
+        "If the quote comes back late, we slip.",
+        "Could you send it to Omar?",
+        "We talked about the press kit.",  # past, but no completion
+        "That's a risk too.",
+    ],
+)
+def test_plans_questions_and_negations_change_nothing(text):
+    assert changes_of(text) == []
+
+
+def test_a_change_keeps_its_place_speaker_and_what_was_said_just_before():
+    texts = ["Where are we with the vendor shortlist?", "I sent it on Thursday."]
+    units, start = [], 0
+    for turn, (text, speaker) in enumerate(zip(texts, ["Priya Nair (PM)", "Omar"])):
+        units.append(Unit(start, start + len(text), text, turn, speaker))
+        start += len(text) + 1
+    [change] = detect_changes(units, 7, MONDAY, PEOPLE)
+    assert (change.change, change.evidence, change.start_turn, change.segment_id) == ("done", texts[1], 1, 7)
+    assert (change.start_char, change.end_char, change.method) == (units[1].start_char, units[1].end_char, "rules")
+    assert change.speakers == ("Omar Haddad",) and change.context == texts[0]

@@ -1,0 +1,118 @@
+"""rag.timeline: supersession chains, restatements, and change statements linked to the open item they name."""
+
+from __future__ import annotations
+
+from datetime import date
+
+from rag.timeline import Moment, TimedChange, TimedItem, link
+
+
+def at(day: int, position: int = 0, meeting: str | None = None) -> Moment:
+    return Moment(date(2026, 3, day), float(day), meeting or f"m{day}", position)
+
+
+def words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+def decision(id_: int, moment: Moment, text: str, **stated: object) -> TimedItem:
+    return TimedItem("decision", id_, moment, words(text), text, dict(stated))
+
+
+def task(id_: int, moment: Moment, text: str, assignee: str | None = None, due: str | None = None) -> TimedItem:
+    stated = {"assignee": assignee, "due_date": due, "status": "open"}
+    return TimedItem("task", id_, moment, words(text), text, stated)
+
+
+def change(id_: int, moment: Moment, kind: str, text: str, **fields: object) -> TimedChange:
+    return TimedChange(id_, moment, kind, words(text), **fields)  # type: ignore[arg-type]
+
+
+def test_a_later_decision_on_the_same_subject_supersedes_and_reversals_chain():
+    items = [
+        decision(1, at(2), "launch may 5"),
+        decision(2, at(2, 10), "price 89 retail"),
+        decision(3, at(9), "move launch may 19"),
+        decision(4, at(16), "move launch may 26 everywher"),
+    ]
+    timeline = link(items, [])
+    assert timeline.superseded_by == {1: 3, 2: None, 3: 4, 4: None}
+
+
+def test_a_restatement_supersedes_nothing_and_what_replaces_it_replaces_the_original():
+    items = [
+        decision(1, at(2), "target warehous bigqueri"),
+        decision(2, at(9), "target warehous bigqueri confirm"),  # said again, nothing new
+        decision(3, at(16), "target warehous snowflak bigqueri"),  # "Snowflake, not BigQuery"
+    ]
+    assert link(items, []).superseded_by == {1: 3, 2: 3, 3: None}
+
+
+def test_decisions_of_one_meeting_stand_side_by_side_unless_one_says_it_changes_the_other():
+    items = [
+        decision(1, at(2, 0, "m"), "ship two color graphit sand"),
+        decision(2, at(2, 50, "m"), "ship color black"),
+        decision(3, at(2, 90, "m"), "actual ship two color graphit black"),
+    ]
+    assert link(items, []).superseded_by == {1: 3, 2: None, 3: None}
+
+
+def test_decisions_on_different_subjects_stay_current():
+    items = [decision(1, at(2), "launch may 5"), decision(2, at(9), "retail price 89")]
+    assert link(items, []).superseded_by == {1: None, 2: None}
+
+
+def test_a_models_proposed_link_wins_over_word_overlap():
+    items = [
+        decision(1, at(2), "vendor acm cloud host"),
+        decision(2, at(3), "budget cap 40k"),
+        decision(3, at(9), "vendor contract sign", supersedes="budget cap 40k"),
+    ]
+    assert link(items, []).superseded_by == {1: None, 2: 3, 3: None}
+
+
+def test_done_reported_by_the_owner_closes_the_task_it_answers():
+    items = [task(1, at(2), "send bom factori", "Dana Kim"), task(2, at(2, 40), "book fcc lab slot", "Tom Lee")]
+    changes = [
+        # "Where are we with the BOM for the factory?" / Dana: "I sent it Friday."
+        change(10, at(9), "done", "sent friday", context_words=words("bom factori"), speakers=("Dana Kim",)),
+    ]
+    timeline = link(items, changes)
+    assert (timeline.tasks[1].status, timeline.tasks[2].status) == ("done", "open")
+    assert timeline.change_targets == {10: ("task", 1)}
+
+
+def test_a_change_that_names_no_open_item_changes_nothing():
+    items = [task(1, at(2), "send bom factori", "Dana Kim")]
+    changes = [change(10, at(9), "done", "weather nice today")]
+    timeline = link(items, changes)
+    assert timeline.tasks[1].status == "open" and timeline.change_targets == {10: None}
+
+
+def test_a_change_never_reaches_back_to_a_later_item_or_a_closed_one():
+    items = [task(1, at(9), "send bom factori", "Dana Kim")]
+    early = [change(10, at(2), "done", "bom factori sent")]
+    assert link(items, early).tasks[1].status == "open"
+
+
+def test_handover_then_done_then_reschedule_apply_in_meeting_order():
+    items = [task(1, at(2), "write migrat runbook", "Sofia Ruiz", "2026-03-20")]
+    changes = [
+        change(12, at(16), "done", "migrat runbook finish review"),
+        change(10, at(9), "reassigned", "raj take runbook", new_value="Raj Patel", context_words=words("migrat")),
+        change(11, at(9, 5), "rescheduled", "runbook migrat push", new_value="2026-03-27"),
+    ]
+    state = link(items, changes).tasks[1]
+    assert (state.assignee, state.due_date, state.status) == ("Raj Patel", date(2026, 3, 27), "done")
+
+
+def test_a_closed_risk_is_closed_and_a_task_change_never_closes_a_risk():
+    risk = TimedItem("risk", 5, at(2), words("certif lab slot slip"), "certification could slip", {})
+    other = TimedItem("risk", 6, at(2, 9), words("supplier cell late"), "cells late", {})
+    changes = [
+        change(20, at(9), "closed", "certif risk gone"),
+        change(21, at(9, 5), "done", "supplier cell late deliv"),
+    ]
+    timeline = link([risk, other], changes)
+    assert timeline.risk_status == {5: "closed", 6: "open"}
+    assert timeline.change_targets == {20: ("risk", 5), 21: None}
