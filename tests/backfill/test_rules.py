@@ -79,6 +79,41 @@ def test_guards_and_combinations(text, kinds):
     assert [m.kind for m in classify(text, "Priya")] == kinds
 
 
+@pytest.mark.parametrize(
+    ("text", "kinds"),
+    [
+        # a plan stated as settled, in the present tense
+        ("Then we drop the blue variant and ship in black only.", ["decision"]),
+        ("So we're switching the newsletter to a monthly schedule.", ["decision"]),
+        ("With the grant in, we go back to the original floor plan.", ["decision"]),
+        ("The travel budget is capped at forty thousand euros.", ["decision"]),
+        ("So the reporting tool is Metabase, not Superset.", ["decision"]),
+        ("Okay, the nightly export moves to an hourly job.", ["decision"]),
+        ("Then it's a go for the pilot.", ["decision"]),
+        # watching, chairing and telling are not deciding
+        ("Let's keep an eye on the returns rate.", []),
+        ("We now move to Ms. Laurent.", []),
+        ("We go back to Mr. Singh for a last question.", []),
+        ("We went to the trade fair last year.", []),
+        ("The bug is fixed on my branch.", []),
+        # a condition and what it would break
+        ("If the courier loses the samples, we can't run the tests before June.", ["risk"]),
+        ("If the scanner firmware is old, the upload could fail halfway.", ["risk"]),
+        ("If you open the settings page, you'll see the new toggle.", []),
+        ("If the partner signs, we lose nothing?", []),  # a question
+        # an alarm that does not say what could go wrong
+        ("That's a concern too.", []),
+        ("Everything is a risk this year.", []),
+        ("That's a risk, because the vendor has no second factory.", ["risk"]),
+        # talk about the call itself
+        ("Can you all see my screen?", []),
+        ("Okay, can you all hear me?", []),
+    ],
+)
+def test_plain_statements_of_decisions_and_conditional_risks(text, kinds):
+    assert [m.kind for m in classify(text, "Priya")] == kinds
+
+
 def test_a_bare_agreed_takes_what_was_proposed_and_a_request_goes_to_who_accepts_it():
     units = [
         Unit(0, 41, "Then standard batteries for the base model.", 4, "Finance"),

@@ -9,12 +9,17 @@ A sentence, after leading fillers ("okay, so, right, ...") are dropped, is a
 - decision when it says so: "we decided / agreed", "we've decided", "let's / we'll go
   with", "we're going with", "the (final) decision is", "settled on", "let's decide",
   "let's take / use / keep / stick with", or it starts with "Agreed" (a bare "Agreed."
-  takes the previous sentence as what was agreed). Not: "haven't decided", "let's not".
+  takes the previous sentence as what was agreed); or a plan stated as settled in the
+  present ("we move / ship / drop / keep ...", "we're launching ..."), a constraint stated
+  as fixed ("X is capped at / adopted / approved", "the tool is X, not Y", "X stays open /
+  moves to ...", "it's a go"). Not: "haven't decided", "let's not", "keep an eye on",
+  the chair giving the floor ("we go back to Mr. ...").
   Status "agreed"; rationale: the clause after "because" / "since".
 - risk: "risk(s)", "concern(ed)", "worried / worry", "danger", "bottleneck", "blocker",
   "might not", "may not", "could delay / slip / fail / break / push", "the problem /
-  issue is that", "if ... slips / fails / misses". Not: "no risk", "low risk", "not
-  sure", "risk assessment". Category from keywords (schedule, cost, technical,
+  issue is that", "if ... slips / fails / misses", a condition followed by a harm ("if X,
+  we can't / it could brick / they're late"; not "if you ..."). Not: "no risk", "low risk",
+  "not sure", "risk assessment", a short alarm without content ("that's a risk too"). Category from keywords (schedule, cost, technical,
   security, supplier, people); mitigation: a following sentence of the segment that
   starts "we can / we could / to mitigate".
 - opportunity: "opportunity", "we could also", "potential to / there's potential",
@@ -57,6 +62,16 @@ def _any(*patterns: str) -> re.Pattern[str]:
     return re.compile("|".join(f"(?:{p})" for p in patterns), re.I)
 
 
+# Verbs a group settles a plan with, in the present tense ("we ship", "we move", "we drop"); "we go" only with
+# "with / for / back to / ahead" ("we go to the shop" settles nothing).
+SETTLED_VERBS = (
+    r"ship|move|keep|stay|drop|use|close|open|lower|raise|cut\s+over|switch|launch|cap|freeze|cancel|postpone|skip|"
+    r"adopt|approve|reject|pick|choose|target|price|fund|replace|remove|release|stick|go\s+(?:with|for|back\s+to|ahead)"
+)
+SETTLED_VERBS_ING = (
+    r"(?:launching|shipping|moving|keeping|staying|dropping|using|closing|switching|cutting\s+over|going\s+with|"
+    r"going\s+for|going\s+back\s+to|sticking\s+with|postponing|cancell?ing|skipping|adopting)"
+)
 DECISION = _any(
     r"\bwe(?:'ve| have)?\s+(?:decided|agreed)\b",
     r"\b(?:let's|let us|we'll|we will|we're going to|we are going to)\s+go\s+(?:with|for)\b",
@@ -66,13 +81,46 @@ DECISION = _any(
     r"\blet's\s+decide\b",
     r"^let's\s+(?:take|use|keep|stick\s+with)\b",
     r"^agreed\b",
+    # A plan stated as settled, in the present: "We move the launch to May 19", "we're launching on May 5",
+    # "we stay on the C3", "we go back to the old cap" (a verb of choosing or changing a plan, not "we go to lunch").
+    rf"^(?:(?:then|so|and|but|yeah|ok(?:ay)?|right|fine|with\s+[^,]{{1,60}}),?\s+)*we\s+(?:(?:now|just|all|simply)\s+)?(?:{SETTLED_VERBS})\b",
+    rf"^(?:(?:then|so|and|but|yeah|ok(?:ay)?|right|fine|with\s+[^,]{{1,60}}),?\s+)*we're\s+(?:{SETTLED_VERBS_ING})\b",
+    # A constraint or outcome stated as fixed: "overtime is capped at $1.2 million", "the budget is adopted",
+    # "the target warehouse is Snowflake, not BigQuery", "the pool stays open", "then it's a go".
+    r"\b(?:is|are)\s+(?:now\s+)?(?:capped|adopted|approved|frozen|locked|confirmed|final|postponed|cancell?ed|"
+    r"scrapped|switched\s+off|carried|ratified|signed\s+off)\b(?!\s+(?:by|if|when|whether|yet)\b)",
+    r"^(?:(?:then|so|okay|ok),?\s+)*(?:the|our)\s+[\w -]{2,40}\s+is\s+[\w.-]+(?:\s+[\w.-]+)?,\s+not\s+[\w.-]+",
+    r"^(?:(?:then|so|okay|ok),?\s+)*(?:the|our|all)\s+[\w -]{2,40}\s+(?:stays?|moves?|goes|go)\s+(?:open|closed|"
+    r"nightly|weekly|hourly|to|into|back\s+to|ahead)\b",
+    r"^(?:(?:then|so|okay|ok),?\s+)*(?:it's|that's)\s+a\s+go\b",
 )
-NOT_DECISION = _any(r"\b(?:haven't|have\s+not|not\s+yet|didn't|did\s+not)\s+(?:\w+\s+)?(?:decided|agreed)\b", r"\blet's\s+not\b")
+NOT_DECISION = _any(
+    r"\b(?:haven't|have\s+not|not\s+yet|didn't|did\s+not)\s+(?:\w+\s+)?(?:decided|agreed)\b",
+    r"\blet's\s+not\b",
+    # watching is not deciding: "let's keep an eye on that one", "let's keep it in mind"
+    r"\bkeep\s+(?:an\s+eye|track|(?:it|that|this)\s+in\s+mind|(?:looking|thinking|talking|going)\b)",
+    # the chair giving the floor: "we go back to Mr. Ortiz", "we now move to questions", "the floor goes to"
+    r"\b(?:move|moves|go|goes)\s+(?:back\s+)?to\s+(?:Mr|Ms|Mrs|Dr|Senator|Minister|Madam|questions?|item|"
+    r"the\s+(?:next|floor|member|minister|chair|leader))\b",
+    r"\b(?:floor|question)\s+(?:now\s+)?goes\s+to\b",
+)
 RISK = _any(
     r"\brisks?\b", r"\bconcern(?:ed|s)?\b", r"\bworr(?:ied|y)\b", r"\bdanger\b", r"\bbottleneck\b", r"\bblocker\b",
     r"\bmight\s+not\b", r"\bmay\s+not\b", r"\bcould\s+(?:delay|slip|fail|break|push)\b",
     r"\b(?:problem|issue)\s+is\s+that\b", r"\bif\b.{0,80}\b(?:slips|fails|misses|breaks)\b",
 )  # fmt: skip
+# "If the strike goes ahead, the units are two weeks late": a condition, then a harm (generic "if you ..." is advice).
+CONDITIONAL_RISK = re.compile(r"^(?:\w+,?\s+){0,2}?(?:if|unless)\s+(?!you\b)[^,]{3,160},\s*(?P<then>.+)$", re.I)
+HARM = re.compile(
+    r"\b(?:can't|cannot|can\s+not|won't|couldn't|wouldn't|not\s+be\s+able|unable|brick\w*|break\w*|broke|fail\w*|lose|"
+    r"losing|lost|miss\w*|late|delay\w*|short|over\s+budget|go\s+over|overrun|hole|slip\w*|crash\w*|stuck|run\s+out|"
+    r"too\s+(?:late|expensive|much|slow)|paying|pay\s+more|penalt\w*|fines?|fined|damage\w*|close|shut|stop|drop|"
+    r"double|unmasked|exposed|leak\w*|risk\w*|problem\w*|trouble|behind|collapse|harm\w*|suffer\w*|danger\w*|worse|"
+    r"disaster|no\s+(?:way|longer|fallback))\b",
+    re.I,
+)
+# "That's a risk too", "Everything is a risk this year": an alarm that does not say what could go wrong.
+VAGUE_RISK = re.compile(r"^(?:that|this|it|everything|which|there)(?:'s|\s+is|\s+are|\s+was)\b", re.I)
 NOT_RISK = _any(
     r"\bno\s+risk\b",
     r"\blow\s+risk\b",
@@ -108,7 +156,7 @@ VOCATIVE_REQUEST = re.compile(r"^(?P<name>[A-Z][a-z]+(?:\s+[A-Z][a-z]+)?),\s+(?:
 REQUEST = re.compile(r"^(?:please|can\s+you|could\s+you|would\s+you)\b|\bplease\s+\w+", re.I)
 # "Can you explain ...?" asks for an answer now, not for work after the meeting.
 ASKS_TO_TALK = re.compile(
-    r"^(?:\w+(?:\s+\w+)?,\s+)?(?:can|could|would)\s+you\s+(?:just\s+|briefly\s+|perhaps\s+)?"
+    r"^(?:\w+(?:\s+\w+)?,\s+)?(?:can|could|would)\s+you\s+(?:all\s+|guys\s+|both\s+|just\s+|briefly\s+|perhaps\s+)?"
     r"(?:explain|describe|tell|say|answer|set\s+out|clarify|outline|talk|expand|elaborate|comment|give\s+us|confirm|"
     r"update\s+us|share\s+with\s+us|remind|hear\s+(?:me|us)|see\s+(?:me|us|my|our)\b)\b",
     re.I,
@@ -164,7 +212,7 @@ def classify(sentence: str, speaker: str | None = None, meeting_date: date | Non
     if not question and DECISION.search(core) and not NOT_DECISION.search(core):
         why = RATIONALE.search(core)
         found.append(Match("decision", {"status": "agreed", "rationale": why["why"].rstrip(".") if why else None}))
-    if not question and RISK.search(core) and not NOT_RISK.search(core):
+    if not question and _states_a_risk(core):
         found.append(Match("risk", {"category": keyword_class(core, RISK_CATEGORIES, "general")}))
     if not question and OPPORTUNITY.search(core):
         found.append(Match("opportunity", {"type": keyword_class(core, OPPORTUNITY_TYPES, "general")}))
@@ -172,6 +220,14 @@ def classify(sentence: str, speaker: str | None = None, meeting_date: date | Non
     if is_task:
         found.append(Match("task", {"assignee": assignee, "due_date": due_date(core, meeting_date), "status": "open"}))
     return found
+
+
+def _states_a_risk(core: str) -> bool:
+    if (conditional := CONDITIONAL_RISK.search(core)) and HARM.search(conditional["then"]):
+        return True
+    if not RISK.search(core) or NOT_RISK.search(core):
+        return False
+    return not (VAGUE_RISK.search(core) and len(core.split()) <= 8)
 
 
 def classify_with_model(
