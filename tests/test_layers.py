@@ -16,7 +16,7 @@ LIBRARY = Path(__file__).resolve().parents[1] / "layers"
 # Lowest first; a module belongs to the layer of the longest prefix that names it.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("base", ("rag", "rag.config", "rag.errors", "rag.aws", "rag.index_text", "rag.parsing", "rag.chunking",
-              "rag.embedding", "rag.events", "rag.queue_retry", "rag.llm", "rag.knowledge")),
+              "rag.embedding", "rag.events", "rag.queue_retry", "rag.llm", "rag.knowledge", "rag.timeline")),
     ("store", ("rag.store",)),
     ("services", ("rag.search", "rag.ingest", "rag.backfill")),
     ("contract", ("rag.api.models", "rag.api.identity", "rag.api.errors")),

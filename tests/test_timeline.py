@@ -50,11 +50,12 @@ def test_a_restatement_supersedes_nothing_and_what_replaces_it_replaces_the_orig
 
 def test_decisions_of_one_meeting_stand_side_by_side_unless_one_says_it_changes_the_other():
     items = [
-        decision(1, at(2, 0, "m"), "ship two color graphit sand"),
-        decision(2, at(2, 50, "m"), "ship color black"),
-        decision(3, at(2, 90, "m"), "actual ship two color graphit black"),
+        decision(1, at(2, 0, "m"), "ship color graphit sand"),
+        decision(2, at(2, 50, "m"), "ship color packag recycl"),  # same meeting, no change cue: both stand
+        decision(3, at(2, 90, "m"), "actual ship color graphit white"),  # "actually, ...": replaces the first
+        decision(4, at(2, 95, "m"), "retail price 89"),
     ]
-    assert link(items, []).superseded_by == {1: 3, 2: None, 3: None}
+    assert link(items, []).superseded_by == {1: 3, 2: None, 3: None, 4: None}
 
 
 def test_decisions_on_different_subjects_stay_current():
@@ -116,3 +117,29 @@ def test_a_closed_risk_is_closed_and_a_task_change_never_closes_a_risk():
     timeline = link([risk, other], changes)
     assert timeline.risk_status == {5: "closed", 6: "open"}
     assert timeline.change_targets == {20: ("risk", 5), 21: None}
+
+
+def test_a_task_made_of_a_handovers_words_is_the_earlier_tasks_follow_up():
+    original = task(1, at(2), "submit streetlight grant applic", "Sam Greene")
+    # "James, could you take over the streetlight grant application from me?": a task and a handover at once.
+    follow_up = TimedItem("task", 2, at(9, 100), words("jame take streetlight grant applic"), "James, could you...",
+                          {"assignee": "James Ortiz", "status": "open"}, end=170)  # fmt: skip
+    changes = [
+        change(10, at(9, 100), "reassigned", "jame take streetlight grant applic", new_value="James Ortiz"),
+        change(11, at(16), "done", "streetlight grant applic submit"),
+    ]
+    timeline = link([original, follow_up], changes, names=["jame", "sam", "green", "ortiz"])
+    assert timeline.change_targets == {10: ("task", 1), 11: ("task", 1)}
+    assert (timeline.tasks[1].status, timeline.tasks[1].assignee) == ("done", "James Ortiz")
+    assert timeline.tasks[2] == timeline.tasks[1]
+
+
+def test_names_dates_and_contractions_are_not_what_a_task_is_about():
+    items = [
+        task(1, at(2), "dana send bom februari 13", "Dana Kim"),
+        task(2, at(2, 30), "dana ll merg sheet", "Dana Kim"),  # "Dana: I'll merge it into the sheet"
+    ]
+    changes = [change(10, at(9), "done", "dana ll februari 13 went")]  # shares only a name, "ll" and a date
+    assert link(items, changes, names=["dana", "kim"]).change_targets == {10: None}
+    changes = [change(11, at(9), "done", "bom went last thursday")]
+    assert link(items, changes, names=["dana", "kim"]).change_targets == {11: ("task", 1)}

@@ -34,14 +34,13 @@ from datetime import date
 from typing import Any
 
 # Decisions: the shared words' weight over both decisions' (a weighted Dice coefficient).
-DECISION_MIN_SIMILARITY = 0.3
-DECISION_MIN_SHARED_WORDS = 2
+DECISION_MIN_SIMILARITY = 0.25
+DECISION_MIN_SHARED_WORDS = 2  # counting the kind of value both set (#date), and at least one word
 # Changes: the weight of the item's words the statement (or, at half weight, what came just before) says.
 CHANGE_MIN_COVERAGE = 0.3
 CLOSURE_MIN_COVERAGE = 0.05  # "the credit risk is closed": the cue says the rest
 CONTEXT_WEIGHT = 0.5
 OWNER_REPORT_BONUS = 0.2  # a "done" or a new date said by the task's own owner
-MIN_SHARED_WEIGHT = 1.0  # at least one word that is not everywhere in the project
 
 # Words that say a decision replaces something (PostgreSQL English stems).
 CHANGE_CUES = frozenset(
@@ -50,6 +49,10 @@ CHANGE_CUES = frozenset(
 )  # fmt: skip
 # Words a restatement adds to what it restates ("we confirmed the May 19 date", "it stays at $89").
 CONFIRMING = frozenset({"confirm", "agre", "still", "stay", "reconfirm", "final", "decid", "decis", "date", "keep"})
+DATE_WORDS = frozenset(
+    {"monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday", "januari", "februari", "march",
+     "april", "may", "june", "juli", "august", "septemb", "octob", "novemb", "decemb", "quarter", "q1", "q2", "q3", "q4"}
+)  # fmt: skip
 # Words that say nothing about a subject: how items are phrased, when things are due, what kind they are.
 NOISE = frozenset(
     {"decid", "decis", "agre", "go", "let", "will", "need", "think", "can", "could", "would", "like", "get", "make",
@@ -120,7 +123,7 @@ class Timeline:
 
 
 class Weights:
-    """Each subject word's weight: rarer in the project, heavier (a smoothed inverse document frequency)."""
+    """Each subject word's weight: rarer in the project, heavier (smoothed inverse document frequency, at least 1)."""
 
     def __init__(self, texts: Iterable[frozenset[str]]) -> None:
         counts: Counter[str] = Counter()
@@ -131,12 +134,14 @@ class Weights:
         self.counts, self.total = counts, total
 
     def of(self, words: Iterable[str]) -> float:
-        return sum(math.log((self.total + 1) / (self.counts.get(word, 0) + 0.5)) for word in words)
+        return sum(math.log((self.total + 1) / (self.counts.get(word, 0) + 1)) + 1 for word in words)
 
 
 def subject(words: Iterable[str], names: frozenset[str] = frozenset()) -> frozenset[str]:
-    """The words that say what an item is about: no noise, no names, no bare numbers of days."""
-    return frozenset(w for w in words if w not in NOISE and w not in names and not _ordinal(w))
+    """The words that say what an item is about: no noise, no names, no days ("13th"), no "ll" of "I'll"."""
+    return frozenset(
+        w for w in words if w not in NOISE and w not in names and not _ordinal(w) and not (len(w) <= 2 and w.isalpha())
+    )
 
 
 def _ordinal(word: str) -> bool:
@@ -183,9 +188,27 @@ def link(items: Sequence[TimedItem], changes: Sequence[TimedChange], names: Iter
 def _with_subject(thing: Any, names: frozenset[str]) -> Any:
     from dataclasses import replace
 
+    if isinstance(thing, TimedItem) and thing.kind == "decision":  # "launch May 5", "launch May 19": a date
+        return replace(thing, words=subject(thing.words, names) | value_kinds(thing.words))
+    # A task's numbers are mostly its due date's ("by February 13"): not what it is about.
+    words = frozenset(w for w in subject(thing.words, names) if not _number(w))
     if isinstance(thing, TimedChange):
-        return replace(thing, words=subject(thing.words, names), context_words=subject(thing.context_words, names))
-    return replace(thing, words=subject(thing.words, names))
+        context = frozenset(w for w in subject(thing.context_words, names) if not _number(w))
+        return replace(thing, words=words, context_words=context)
+    return replace(thing, words=words)
+
+
+def value_kinds(words: Iterable[str]) -> frozenset[str]:
+    """A pseudo-word for the kind of value a decision sets: ``#date`` (a day or a month)."""
+    kinds = set()
+    for word in words:
+        if word in DATE_WORDS or _ordinal(word):
+            kinds.add("#date")
+    return frozenset(kinds)
+
+
+def _number(word: str) -> bool:
+    return word.replace(".", "").replace(",", "").isdigit()
 
 
 def _link_decisions(decisions: Sequence[TimedItem], timeline: Timeline, weights: Weights) -> None:
@@ -223,16 +246,23 @@ def _closest_decision(later: TimedItem, candidates: Sequence[TimedItem], weights
     for earlier in candidates:
         if earlier.at.same_meeting(later.at) and not (later.words & CHANGE_CUES):
             continue  # within one meeting, only a stated change replaces what was just decided
-        shared = later.words & earlier.words
-        both = weights.of(later.words) + weights.of(earlier.words)
+        later_subject, earlier_subject = _topic(later.words), _topic(earlier.words)
+        shared = later_subject & earlier_subject
+        both = weights.of(later_subject) + weights.of(earlier_subject)
         similarity = 2 * weights.of(shared) / both if both else 0.0
         if (
             len(shared) >= DECISION_MIN_SHARED_WORDS
+            and any(not word.startswith("#") for word in shared)
             and similarity >= DECISION_MIN_SIMILARITY
             and (best is None or similarity >= best[0])
         ):
             best = (similarity, earlier)
     return best[1] if best else None
+
+
+def _topic(words: frozenset[str]) -> frozenset[str]:
+    """A decision's subject: without the values a change replaces ("May 19" -> "May 26") or the change's own words."""
+    return frozenset(w for w in words if w not in CHANGE_CUES and w not in CONFIRMING and not _number(w))
 
 
 def _target(change: TimedChange, candidates: Sequence[TimedItem], timeline: Timeline, weights: Weights) -> TimedItem | None:
@@ -251,7 +281,7 @@ def _target(change: TimedChange, candidates: Sequence[TimedItem], timeline: Time
         said = change.words & item.words
         before = (change.context_words & item.words) - said
         shared_weight = weights.of(said) + CONTEXT_WEIGHT * weights.of(before)
-        if shared_weight < MIN_SHARED_WEIGHT:
+        if not said and not before:
             continue
         coverage = shared_weight / max(weights.of(item.words), 1e-9)
         if item.kind == "task" and change.change != "reassigned" and _owner_speaks(change, timeline.tasks[item.id]):

@@ -13,7 +13,7 @@ pytestmark = pytest.mark.slow
 
 TASK_FIELDS = {
     "id", "description", "assignee", "due_date", "status", "project_id", "document_id", "source", "meeting_date",
-    "start_char", "end_char", "start_turn", "end_turn", "speakers", "evidence", "created_at",
+    "start_char", "end_char", "start_turn", "end_turn", "speakers", "evidence", "created_at", "changes",
 }  # fmt: skip
 
 
@@ -83,7 +83,10 @@ def test_context_cites_knowledge_items_with_their_fields(knowledge):
         assert f"[{n}] " in body["context"] and result["content"] in body["context"]
     risk = next(r for r in body["results"] if r["type"] == "risk" and "Voltacorp" in r["content"])
     assert risk["content"] == "The cell supplier Voltacorp may not deliver the rechargeable cells before March"
-    assert "Risk: category supply; likelihood medium; impact high; mitigation Qualify a second cell supplier\n" in body["context"]
+    assert (
+        "Risk: category supply; likelihood medium; impact high; mitigation Qualify a second cell supplier; status open\n"
+        in body["context"]
+    )
 
 
 def test_tasks_list_soonest_due_first(knowledge, corpus):
@@ -146,7 +149,7 @@ def test_openapi_documents_tasks_and_the_all_shorthand(knowledge):
     spec = call("GET", "/v1/openapi.json", tenant=None)[1]
     assert "/v1/tasks" in spec["paths"] and "TaskList" in spec["components"]["schemas"]
     parameters = {p["name"] for p in spec["paths"]["/v1/tasks"]["get"]["parameters"]}
-    assert parameters == {"status", "project_id", "limit"}
+    assert parameters == {"status", "assignee", "project_id", "limit"}
     assert "all" in str(spec["components"]["schemas"]["SearchRequest"]["properties"]["types"])
 
 

@@ -62,5 +62,5 @@ class ScriptedModel(FakeOpenAI):
             recording = next((name for title, name in SCANNER_EXTRACTIONS.items() if title in user), None)
             if recording is not None:
                 return recorded(recording)
-            return {"decisions": [], "risks": [], "opportunities": [], "tasks": []}
+            return {"decisions": [], "risks": [], "opportunities": [], "tasks": [], "changes": []}
         raise AssertionError(f"ScriptedModel: no answer for the structured output {schema!r}")

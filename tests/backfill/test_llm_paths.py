@@ -101,7 +101,7 @@ def test_llm_extraction_writes_structured_items_with_their_sources(db, local_emb
     ).fetchall()
     assert decisions[0][:6] == (
         "Flash firmware 2.3 on every scanner before it goes on the warehouse floor.",
-        "Firmware 2.1 drops the wifi connection near the loading docks.", "Priya", "agreed", 7, 8,
+        "Firmware 2.1 drops the wifi connection near the loading docks.", "Priya", "current", 7, 8,
     )  # fmt: skip
     assert body[decisions[0][6] : decisions[0][7]].startswith("Aisha: We decided") is False  # utterances, not speaker labels
     assert body[decisions[0][6] : decisions[0][7]].startswith("We decided in the pilot review")
@@ -184,12 +184,12 @@ def test_llm_extraction_on_a_document_points_at_sentences(db, local_embedder, fa
 
     doc = ingest_file(db, RELEASE_PROCESS, local_embedder, meeting_date=None)
     body = db.execute("SELECT body FROM documents WHERE id = %s", (doc,)).fetchone()[0]
-    empty = {"decisions": [], "risks": [], "opportunities": [], "tasks": []}
+    empty = {"decisions": [], "risks": [], "opportunities": [], "tasks": [], "changes": []}
     testing = {
         **empty,
         "decisions": [{"first": 1, "last": 1, "evidence": "We decided to require two QA sign-offs",
                        "description": "Require two QA sign-offs before store submission.", "rationale": None,
-                       "owner": "QA team", "impact": None, "status": "agreed"}],
+                       "owner": "QA team", "impact": None, "supersedes": None}],
     }  # fmt: skip
     submission = {
         **empty,
@@ -440,3 +440,73 @@ def test_a_model_server_that_keeps_answering_html_fails_the_execution_with_its_p
     assert len(chat_requests(fake)) == 8 and not fake.chat_responses  # 4 Lambda attempts, each asking twice
     assert document_rows(db, [doc]) == [("raw_ingested", None, 0)]
     assert db.execute("SELECT count(*) FROM segments").fetchone()[0] == 0
+
+
+def test_the_model_links_a_later_meeting_to_the_earlier_items_it_changes(db, local_embedder, fake, llm_settings, settings):
+    """The prompt lists the project's earlier open items (E1, E2, ...); the model's links are stored and applied."""
+    kickoff, update = sorted((FIXTURES / "timeline").iterdir())[:2]
+
+    def backfill(path):  # segments offline: only the extraction's prompt is under test
+        ingest_file(db, path, local_embedder, project="office", meeting_date=date.fromisoformat(path.name[:10]))
+        for stage in ("segment", "embed"):
+            run_named_stage(db, settings, stage, 10, embedder=local_embedder)
+        result = run_named_stage(db, llm_settings, "extract", 10, embedder=local_embedder)
+        assert result.processed == 1, db.execute("SELECT backfill_error FROM documents").fetchall()
+
+    def located(first, evidence, description):
+        return {"first": first, "last": first, "evidence": evidence, "description": description}
+
+    fake.chat_responses += [
+        {
+            "decisions": [{**located(2, "We decided to move into the Harbor Street office on March 2.",
+                                     "Move into the Harbor Street office on March 2."),
+                           "rationale": None, "owner": "Ines Duarte", "impact": None, "supersedes": None}],
+            "risks": [{**located(5, "the landlord may not finish the network cabling",
+                                 "The network cabling may not be finished before the move."),
+                       "category": "schedule", "likelihood": "medium", "impact": None, "mitigation": None}],
+            "opportunities": [],
+            "tasks": [{**located(6, "get three quotes from removal companies by January 23",
+                                 "Get three quotes from removal companies."),
+                       "assignee": "Mark", "due_date": "2026-01-23", "status": "open"}],
+            "changes": [],
+        },
+        {
+            "decisions": [{**located(2, "we decided to move into the Harbor Street office on March 16 instead",
+                                     "Move into the Harbor Street office on March 16."),
+                           "rationale": "The landlord needs two more weeks.", "owner": "Ines Duarte", "impact": None,
+                           "supersedes": "E1"}],
+            "risks": [], "opportunities": [], "tasks": [],
+            "changes": [
+                {**located(1, "I sent the three removal quotes on Thursday", "unused"), "item": "E3", "change": "done",
+                 "new_owner": None, "new_due_date": None},
+                {**located(3, "I'd call the cabling risk closed", "unused"), "item": "E2", "change": "closed",
+                 "new_owner": None, "new_due_date": None},
+                {**located(3, "Yes, I'll take it.", "unused"), "item": "E1", "change": "done",  # names a decision
+                 "new_owner": None, "new_due_date": None},
+            ],
+        },
+    ]  # fmt: skip
+    backfill(kickoff)
+    backfill(update)
+
+    first, second = (r["body"]["messages"][1]["content"] for r in chat_requests(fake))
+    assert "Earlier items" not in first
+    assert second.startswith(
+        "Earlier items of this project that are still current or open:\n"
+        "E1 (decision, 2026-01-12): Move into the Harbor Street office on March 2.\n"
+        "E2 (risk, 2026-01-12): The network cabling may not be finished before the move.\n"
+        "E3 (task, 2026-01-12): Get three quotes from removal companies.\n\n"
+        "Meeting date: 2026-01-26\n"
+    )
+    rows = db.execute("SELECT id, description, status, superseded_by, stated FROM decisions ORDER BY id").fetchall()
+    assert [(r[2], r[3]) for r in rows] == [("superseded", rows[1][0]), ("current", None)]
+    assert rows[1][4] == {"supersedes": "Move into the Harbor Street office on March 2."}
+    assert db.execute("SELECT status FROM risks").fetchall() == [("closed",)]
+    assert db.execute("SELECT status, assignee FROM tasks").fetchall() == [("done", "Mark Feld")]
+    changes = db.execute(
+        "SELECT change, evidence, method, target_kind, start_turn FROM knowledge_changes ORDER BY start_turn"
+    ).fetchall()  # the change naming a decision is dropped: decisions change by being superseded
+    assert changes == [
+        ("done", "I sent the three removal quotes on Thursday", "llm", "task", 1),
+        ("closed", "I'd call the cabling risk closed", "llm", "risk", 3),
+    ]

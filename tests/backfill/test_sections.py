@@ -361,17 +361,17 @@ def test_extract_stage_stores_the_items_of_markdown_notes_once_each(db, local_em
     tasks = stored("tasks", "assignee", "due_date", "status")
     assert stored("opportunities") == []
     assert [(r[0], r[1], r[5], r[6], r[7]) for r in decisions] == [
-        ("rules", "We decided to keep the aluminium housing for the first batch.", None, "agreed", None),
-        ("sections", "We move the public launch to May 19.", None, "agreed", None),
+        ("rules", "We decided to keep the aluminium housing for the first batch.", None, "current", None),
+        ("sections", "We move the public launch to May 19.", None, "current", None),
         (
             "sections",
             "The target cloud is AWS, not GCP, because the OTA service already runs there.",
             None,
-            "agreed",
+            "current",
             "the OTA service already runs there",
         ),
-        ("sections", "Firmware freeze is 2026-04-20; only fixes for blocking bugs after that.", None, "agreed", None),
-        ("sections", "Retailer demo units ship with the 1.4 firmware (owner: Priya).", "Priya", "agreed", None),
+        ("sections", "Firmware freeze is 2026-04-20; only fixes for blocking bugs after that.", None, "current", None),
+        ("sections", "Retailer demo units ship with the 1.4 firmware (owner: Priya).", "Priya", "current", None),
     ]
     assert [(r[0], r[1].split(" (")[0], r[5], r[6]) for r in risks] == [
         (
@@ -412,7 +412,7 @@ def test_with_a_model_configured_the_listed_lines_are_items_and_the_model_reads_
     from .conftest import ingest_file
 
     doc = ingest_file(db, DOCUMENTS / "lamp_launch_sync_2026-03-09.md", local_embedder, meeting_date=MONDAY)
-    nothing = {"decisions": [], "risks": [], "opportunities": [], "tasks": []}
+    nothing = {"decisions": [], "risks": [], "opportunities": [], "tasks": [], "changes": []}
     fake.chat_responses.extend([nothing] * 3)
     for stage in ("segment", "embed", "extract"):
         result = run_named_stage(db, llm_settings, stage, 10, embedder=local_embedder)

@@ -49,7 +49,7 @@ PLAN = _any(
     r"^(?:let's|please)\b",
     r"\bif\b",
 )
-NEGATED = _any(r"\bnot\s+(?:\w+\s+)?(?:yet|done|finished|sent|booked)\b", r"\b(?:isn't|aren't|wasn't|hasn't|haven't|didn't)\b")
+NEGATED = _any(r"\b(?:not|never)\b", r"n't\b")
 DONE = _any(
     r"\b(?:is|are|was|were|'s|got|been|all)\s+(?:now\s+)?(?:done|finished|complete|completed|sorted|wrapped\s+up)\b",
     r"\b(?:sent|shipped|submitted|published|booked|signed|filed|posted|uploaded|delivered|merged|deployed|released|"

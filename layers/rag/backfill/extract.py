@@ -100,9 +100,7 @@ class ProposedDecision(Located):
     rationale: str | None
     owner: str | None
     impact: str | None
-    supersedes: str | None = Field(
-        default=None, description="the label (E1, E2, ...) of the earlier decision this one replaces, or null"
-    )
+    supersedes: str | None = Field(description="the label (E1, E2, ...) of the earlier decision this one replaces, or null")
 
 
 class ProposedRisk(Located):
@@ -130,8 +128,8 @@ class ProposedChange(BaseModel):
     evidence: str = Field(description="the exact words that state the change, quoted from those lines")
     item: str = Field(description="the label (E1, E2, ...) of the earlier task or risk it changes")
     change: Literal["done", "cancelled", "reassigned", "rescheduled", "closed"]
-    new_owner: str | None = Field(default=None, description="reassigned: who owns the task now")
-    new_due_date: str | None = Field(default=None, description="rescheduled: the new ISO date YYYY-MM-DD")
+    new_owner: str | None = Field(description="reassigned: who owns the task now, else null")
+    new_due_date: str | None = Field(description="rescheduled: the new ISO date YYYY-MM-DD, else null")
 
 
 class ProposedKnowledge(BaseModel):
@@ -140,9 +138,8 @@ class ProposedKnowledge(BaseModel):
     opportunities: list[ProposedOpportunity]
     tasks: list[ProposedTask]
     changes: list[ProposedChange] = Field(
-        default_factory=list, description="earlier items (E1, E2, ...) these lines report done, cancelled, handed "
-        "over, rescheduled or (risks) closed",
-    )  # fmt: skip
+        description="earlier items (E1, E2, ...) these lines report done, cancelled, handed over, rescheduled or (risks) closed"
+    )
 
 
 EXTRACT_SYSTEM_PROMPT = (
