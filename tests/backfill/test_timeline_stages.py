@@ -149,3 +149,55 @@ def test_projects_never_link_across_each_other(db, local_embedder, settings):
     assert about(decisions(db, "office"), ["march 2"])[3:] == ("current", None)
     assert task_about(db, "quotes", project="office")["status"] == "open"
     assert db.execute("SELECT count(*) FROM knowledge_changes WHERE target_id IS NOT NULL").fetchone()[0] == 0
+
+
+def test_search_results_say_which_decision_is_current_and_what_replaced_the_others(office, local_embedder, settings):
+    from rag.search import service
+    from rag.search.engine import SearchScope
+
+    query = service.SearchQuery(
+        "when do we move into the Harbor Street office?", SearchScope("default", ("office",)), types=("decision",), top_k=5
+    )
+    ranked, _ = service.run_search(office, local_embedder, settings, query)
+    by_content = {hit.content: hit for _, hit in ranked}
+    rows = decisions(office)
+    for text, (id_, _day, _description, status, superseded_by) in rows.items():
+        hit = by_content[text]
+        assert (hit.metadata["status"], hit.metadata["superseded_by"]) == (status, superseded_by)
+    assert by_content[about(rows, ["march 2"])[2]].metadata["status"] == "superseded"
+
+
+def test_two_extractions_of_one_project_at_once_link_as_one_would(db, local_embedder, settings, database_url, monkeypatch):
+    """Two backfill workers extract the two meetings of a project at the same moment: the project's lock orders
+    them, so the second one's relink sees the first one's items (without it, each would see only its own)."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    from rag.store import timeline
+    from rag.store.connection import connect
+
+    for path in (KICKOFF, UPDATE):
+        ingest(db, path, local_embedder)
+    for stage in ("segment", "embed"):
+        run_named_stage(db, settings, stage, 10, embedder=local_embedder)
+    both_writing = threading.Barrier(2)
+    relink = timeline.relink
+
+    def relink_together(conn, tenant_id, project_id):  # both relink at once, unless one waits on the lock
+        try:
+            both_writing.wait(timeout=3)
+        except threading.BrokenBarrierError:
+            pass
+        return relink(conn, tenant_id, project_id)
+
+    monkeypatch.setattr(timeline, "relink", relink_together)
+
+    def worker(_):
+        with connect(database_url) as conn:
+            return run_named_stage(conn, settings, "extract", 1, embedder=local_embedder).processed
+
+    with ThreadPoolExecutor(2) as pool:
+        assert sum(pool.map(worker, range(2))) == 2
+    rows = decisions(db)
+    assert [about(rows, [day])[3] for day in ("march 2", "march 16")] == ["superseded", "current"]
+    assert (task_about(db, "quotes")["status"], task_about(db, "draft the seating plan")["assignee"]) == ("done", "Mark Feld")

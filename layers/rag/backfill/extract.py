@@ -42,8 +42,9 @@ class ExtractStage(ModelStage):
     name: StageName = "extract"
 
     def process(self, conn: psycopg.Connection, document: ClaimedDocument) -> None:
-        from rag.store.timeline import relink
+        from rag.store.timeline import lock_project, relink
 
+        lock_project(conn, document.tenant_id, document.project_id)  # before its old items go (relink's docstring)
         items: list[KnowledgeItem] = []
         changes: list[KnowledgeChange] = []
         # Owners in one form per person: this meeting's speakers first, then the names its project knows.

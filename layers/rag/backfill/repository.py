@@ -67,8 +67,9 @@ def replace_segments(conn: psycopg.Connection, document: ClaimedDocument, segmen
 
     When items went, what they had changed in the project's other meetings is recomputed.
     """
-    from rag.store.timeline import relink
+    from rag.store.timeline import lock_project, relink
 
+    lock_project(conn, document.tenant_id, document.project_id)
     if delete_items(conn, document):
         relink(conn, document.tenant_id, document.project_id)
     conn.execute("DELETE FROM segments WHERE document_id = %s AND tenant_id = %s", (document.id, document.tenant_id))

@@ -156,7 +156,7 @@ def write_document_rows(
             **_BACKFILL_RESET,
         },
     )
-    if _delete_derived_rows(conn, document_id):
+    if _delete_derived_rows(conn, document_id, source):
         timeline.relink(conn, source.tenant_id, source.project_id)
     copy_chunks(conn, document_id, source, chunks, vectors, model_id)
     return document_id
@@ -209,7 +209,7 @@ def record_failure(conn: psycopg.Connection, source: SourceObject, fields: Docum
                 **_BACKFILL_RESET,
             },
         )
-        if _delete_derived_rows(conn, document_id):
+        if _delete_derived_rows(conn, document_id, source):
             timeline.relink(conn, source.tenant_id, source.project_id)
     return document_id
 
@@ -228,13 +228,14 @@ def delete_by_key(conn: psycopg.Connection, bucket: str, key: str) -> UUID | Non
         if not found:
             return None
         document_id, tenant_id, project_id = found
+        timeline.lock_project(conn, tenant_id, project_id)
         keyword_index.unindex_document(conn, document_id)
         conn.execute("DELETE FROM documents WHERE id = %s", (document_id,))
         timeline.relink(conn, tenant_id, project_id)
     return cast(UUID, document_id)
 
 
-def _delete_derived_rows(conn: psycopg.Connection, document_id: UUID) -> bool:
+def _delete_derived_rows(conn: psycopg.Connection, document_id: UUID, source: SourceObject) -> bool:
     """Everything made from the document's old content: chunks (and their BM25 lengths), segments and their items.
 
     The items (decisions, risks, opportunities, tasks) and change statements go with their segment
@@ -243,7 +244,11 @@ def _delete_derived_rows(conn: psycopg.Connection, document_id: UUID) -> bool:
     """
     keyword_index.unindex_document(conn, document_id)
     conn.execute("DELETE FROM chunks WHERE document_id = %s", (document_id,))
-    return conn.execute("DELETE FROM segments WHERE document_id = %s", (document_id,)).rowcount > 0
+    if conn.execute("SELECT 1 FROM segments WHERE document_id = %s LIMIT 1", (document_id,)).fetchone() is None:
+        return False  # a new document (or one never backfilled): nothing of its project's timeline to redo
+    timeline.lock_project(conn, source.tenant_id, source.project_id)
+    conn.execute("DELETE FROM segments WHERE document_id = %s", (document_id,))
+    return True
 
 
 def _upsert_document(conn: psycopg.Connection, source: SourceObject, values: dict[str, Any]) -> UUID:

@@ -3,8 +3,9 @@
 ``relink`` runs in the caller's transaction whenever a meeting's items change: the extract stage
 after writing a document's items, the segment stage after dropping them, a document's deletion
 or re-ingest. It reads the items' stated values and words, decides every link again and writes
-only the rows whose effective values differ. An advisory lock per project serialises two
-relinks of one project (two documents extracted at once); different projects do not wait.
+only the rows whose effective values differ. An advisory lock per project (``lock_project``, taken
+before the caller touches the project's items) serialises two writers of one project's items (two
+documents extracted at once, an extraction and a deletion); different projects do not wait.
 The work is bounded: the project's most recent ``MAX_ITEMS`` items of each kind and changes.
 """
 
@@ -23,10 +24,20 @@ LINKED_TABLES = {"decision": "decisions", "risk": "risks", "task": "tasks"}
 _MOMENT_SQL = "coalesce(d.meeting_date, d.created_at::date), extract(epoch FROM d.created_at)::float8, d.id::text, k.start_char"
 
 
+def lock_project(conn: psycopg.Connection, tenant_id: str, project_id: str) -> None:
+    """Hold the project's timeline until the transaction ends.
+
+    Taken before a transaction deletes or writes a project's items, not only by ``relink``: deleting an
+    item sets ``superseded_by`` of the decisions it replaced (row locks), and a relink of another
+    transaction waiting for those rows while holding this lock would deadlock.
+    """
+    conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 7320114))", (f"{tenant_id}/{project_id}",))
+
+
 def relink(conn: psycopg.Connection, tenant_id: str, project_id: str) -> Timeline:
     """Recompute and store the project's supersessions, task states and risk closures; returns them."""
     scope = {"tenant": tenant_id, "project": project_id, "limit": MAX_ITEMS}
-    conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 7320114))", (f"{tenant_id}/{project_id}",))
+    lock_project(conn, tenant_id, project_id)
     items = [item for kind in LINKED_TABLES for item in _items(conn, kind, scope)]
     changes = _changes(conn, scope)
     timeline = link(items, changes, _name_words(conn, scope))
