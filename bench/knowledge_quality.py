@@ -42,7 +42,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
@@ -350,15 +351,19 @@ def ingest(conn: Any, settings: Any, embedder: Any, folder: Path, tenant: str) -
     return places
 
 
-def run_backfill(conn: Any, settings: Any, embedder: Any, batch_size: int = 10) -> None:
-    """Every stage in order, batch after batch, until none is left (failures are reported, not fatal)."""
+def run_backfill(conn: Any, settings: Any, embedder: Any, batch_size: int = 10, extract_settings: Any = None) -> None:
+    """Every stage in order, batch after batch, until none is left (failures are reported, not fatal).
+
+    ``extract_settings``: the extract stage's own (the oracle's chat model), the others run with ``settings``.
+    """
     from rag.backfill.stages import run_named_stage
     from rag.store.backfill_queue import STAGES
 
     for stage in STAGES:
         processed = failed = 0
+        stage_settings = extract_settings if stage == "extract" and extract_settings is not None else settings
         while True:
-            result = run_named_stage(conn, settings, stage, batch_size, embedder=embedder)
+            result = run_named_stage(conn, stage_settings, stage, batch_size, embedder=embedder)
             processed, failed = processed + result.processed, failed + result.failed
             if result.remaining == 0 or result.processed + result.failed == 0:
                 break
@@ -399,9 +404,42 @@ def read_extracted(conn: Any, tenant: str) -> list[Extracted]:
     return items
 
 
-def measure(folders: Sequence[Path], *, keep_llm: bool, batch_size: int) -> tuple[list[Label], list[Extracted]]:
-    """Every project's meetings into one new database, the backfill to completion, the items read back."""
+def measure(
+    folders: Sequence[Path], *, keep_llm: bool, batch_size: int, oracle: bool = False
+) -> tuple[list[Label], list[Extracted]]:
+    """Every project's meetings into one new database, the backfill to completion, the items read back.
+
+    ``oracle``: the extract stage asks ``bench/oracle_model.py``'s scripted model (answers from the labels)
+    through an OpenAI-compatible server on localhost; segmentation stays offline.
+    """
     sys.path.insert(0, str(Path(__file__).resolve().parent))
+    if oracle:
+        with _oracle_server(folders) as extract_settings_of:
+            return _measure(folders, keep_llm=keep_llm, batch_size=batch_size, extract_settings_of=extract_settings_of)
+    return _measure(folders, keep_llm=keep_llm, batch_size=batch_size)
+
+
+@contextmanager
+def _oracle_server(folders: Sequence[Path]) -> Iterator[Callable[[Any], Any]]:
+    import os
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository: tests.embedding.fake_openai
+    from oracle_model import OracleModel
+
+    from tests.embedding.fake_openai import FakeOpenAI
+
+    os.environ.setdefault("OPENAI_API_KEY", "sk-oracle-not-a-real-key")
+    with FakeOpenAI() as server:
+        server.chat_responder = OracleModel([folder / "labels.jsonl" for folder in folders])
+        yield lambda settings: settings.model_copy(
+            update={"llm_provider": "openai", "openai_base_url": server.base_url, "llm_model": "oracle"}
+        )
+        print(f"  oracle answered {server.chat_responder.answered} extraction requests", flush=True)
+
+
+def _measure(
+    folders: Sequence[Path], *, keep_llm: bool, batch_size: int, extract_settings_of: Callable[[Any], Any] | None = None
+) -> tuple[list[Label], list[Extracted]]:
     from common import bench_database
     from rag.config import Settings
     from rag.embedding import get_embedder
@@ -424,7 +462,8 @@ def measure(folders: Sequence[Path], *, keep_llm: bool, batch_size: int) -> tupl
             wrong = check_quotes(labels, places)
             if wrong:
                 raise SystemExit("labels that do not quote their place:\n  " + "\n  ".join(wrong))
-            run_backfill(conn, settings, embedder, batch_size)
+            extract_settings = extract_settings_of(settings) if extract_settings_of else None
+            run_backfill(conn, settings, embedder, batch_size, extract_settings)
             extracted = read_extracted(conn, tenant)
     return labels, extracted
 
@@ -441,6 +480,10 @@ def main() -> int:
     parser.add_argument("projects", type=Path, nargs="+", help="folders of meetings, each with labels.jsonl")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON (progress goes to stderr)")
     parser.add_argument("--llm", action="store_true", help="keep the configured chat model (default: the offline backfill)")
+    parser.add_argument(
+        "--oracle", action="store_true", help="extract with a scripted chat model that answers from the labels "
+        "(bench/oracle_model.py): what the LLM path keeps of right answers"
+    )
     parser.add_argument("--batch-size", type=int, default=10)
     parser.add_argument("--show", action="store_true", help="also list the missed labels and the false positives")
     args = parser.parse_args()
@@ -453,7 +496,7 @@ def main() -> int:
         return 1
     if args.json:
         sys.stdout = sys.stderr  # progress lines; the JSON goes to the real stdout below
-    labels, extracted = measure(args.projects, keep_llm=args.llm, batch_size=args.batch_size)
+    labels, extracted = measure(args.projects, keep_llm=args.llm, batch_size=args.batch_size, oracle=args.oracle)
     scopes = [(folder.name, *of_project(folder.name, labels, extracted)) for folder in args.projects]
     if len(scopes) > 1:
         scopes.append(("all", labels, extracted))

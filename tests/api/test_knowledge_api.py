@@ -118,6 +118,9 @@ def test_tasks_list_soonest_due_first(knowledge, corpus):
         ("status=done&project_id=remote", {"Update the specification with the USB-C charging port"}),
         ("project_id=other", {"Order recycled plastic samples for the dock"}),
         ("status=blocked&project_id=remote", set()),
+        ("assignee=jonas", {"Ask the supplier for a written delivery date"}),  # any case of the owner's name
+        ("assignee=Maya&status=open", set()),
+        ("status=cancelled", set()),
         ("project_id=nobody-has-this", set()),
     ],
 )
@@ -135,7 +138,19 @@ def test_tasks_are_tenant_filtered(knowledge):
     assert call("GET", "/v1/tasks", tenant=None)[0] == 401
 
 
-@pytest.mark.parametrize("query", ["status=finished", "status=", "limit=0", "limit=501", "limit=ten", "project_id=bad%20id!"])
+@pytest.mark.parametrize(
+    "query",
+    [
+        "status=finished",
+        "status=",
+        "limit=0",
+        "limit=501",
+        "limit=ten",
+        "project_id=bad%20id!",
+        "assignee=",
+        "assignee=" + "x" * 201,
+    ],
+)
 def test_tasks_bad_parameters_are_422(knowledge, query):
     status, body = call("GET", f"/v1/tasks?{query}")
     assert status == 422 and body["error"]["code"] == "validation_error"

@@ -161,7 +161,7 @@ def test_search_results_say_which_decision_is_current_and_what_replaced_the_othe
     ranked, _ = service.run_search(office, local_embedder, settings, query)
     by_content = {hit.content: hit for _, hit in ranked}
     rows = decisions(office)
-    for text, (id_, _day, _description, status, superseded_by) in rows.items():
+    for text, (_id, _day, _description, status, superseded_by) in rows.items():
         hit = by_content[text]
         assert (hit.metadata["status"], hit.metadata["superseded_by"]) == (status, superseded_by)
     assert by_content[about(rows, ["march 2"])[2]].metadata["status"] == "superseded"

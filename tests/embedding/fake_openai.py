@@ -2,7 +2,8 @@
 
 Vectors are derived from the text (a hash-seeded unit vector), so they are
 deterministic. ``fail_next`` scripts status codes (429, 500) for the next requests.
-``chat_responses`` queues recorded assistant messages for ``/v1/chat/completions``: a
+``chat_responses`` queues recorded assistant messages for ``/v1/chat/completions`` (with none queued,
+``chat_responder(request body)`` answers, if set: a scripted model): a
 dict or list is sent as the JSON content of a structured output, a string as is, an
 ``Assistant`` (``Assistant.load`` reads a recorded conversation) as that message, tool calls
 included, and a ``RawBody`` as the whole response body (a server that answers 200 with something
@@ -19,6 +20,7 @@ import random
 import struct
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -69,6 +71,7 @@ class FakeOpenAI:
         self.requests: list[dict[str, Any]] = []
         self.fail_next: list[int] = []
         self.chat_responses: list[Any] = []
+        self.chat_responder: Callable[[dict[str, Any]], Any] | None = None  # answers when nothing is queued
         self.chat_delay_seconds: list[float] = []
         self.embeddings_open = threading.Event()
         self.embeddings_open.set()
@@ -94,12 +97,12 @@ class FakeOpenAI:
                 if self.path == "/v1/chat/completions":
                     if fake.chat_delay_seconds:
                         time.sleep(fake.chat_delay_seconds.pop(0))
-                    if not fake.chat_responses:
+                    if not fake.chat_responses and fake.chat_responder is None:
                         self._send(
                             400, {"error": {"message": "FakeOpenAI: no chat response queued", "type": "invalid_request_error"}}
                         )
                         return
-                    if isinstance(fake.chat_responses[0], RawBody):
+                    if fake.chat_responses and isinstance(fake.chat_responses[0], RawBody):
                         self._send_raw(fake.chat_responses.pop(0))
                         return
                     self._send(200, fake.chat_completion(body))
@@ -152,7 +155,7 @@ class FakeOpenAI:
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
     def chat_completion(self, body: dict[str, Any]) -> dict[str, Any]:
-        answer = self.chat_responses.pop(0)
+        answer = self.chat_responses.pop(0) if self.chat_responses or self.chat_responder is None else self.chat_responder(body)
         if isinstance(answer, Assistant):
             message = answer.message()
         else:

@@ -118,6 +118,7 @@ class MeetingsArgs(ToolArgs):
 
 class TasksArgs(MeetingsArgs):
     limit: int = Field(default=20, ge=1, le=50)
+    assignee: str | None = Field(default=None, max_length=200, description="only this person's tasks (their name)")
 
 
 class ReadDocumentArgs(ToolArgs):
@@ -265,7 +266,9 @@ def run_open_tasks(ctx: ToolContext, args: TasksArgs) -> ToolResult:
     projects = ctx.narrow([args.project_id] if args.project_id else [])
     rows = []
     for project in projects or (None,):
-        rows += list_tasks(ctx.conn, ctx.tenant_id, project_id=project, status="open", limit=args.limit)
+        rows += list_tasks(
+            ctx.conn, ctx.tenant_id, project_id=project, status="open", assignee=args.assignee, limit=args.limit
+        )
     tasks = []
     for r in rows[: args.limit]:
         n = ctx.citations.add(
@@ -353,8 +356,8 @@ TOOLS: dict[str, Tool] = {
         ),  # fmt: skip
         Tool(
             "open_tasks",
-            "List open tasks extracted from meetings (assignee, due date), soonest due first; each is "
-            "citable by its cite_as number.",
+            "List the tasks still open after every meeting (assignee, due date: as later meetings left them), "
+            "soonest due first, optionally one person's; each is citable by its cite_as number.",
             TasksArgs,
             run_open_tasks,
         ),  # fmt: skip

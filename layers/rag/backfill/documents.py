@@ -63,13 +63,18 @@ def turn_spans(body: str, turns_json: Sequence[Sequence[Any]] | None) -> tuple[T
     return tuple(spans)
 
 
+# Extraction goes in meeting order: a meeting's items are then written before a later meeting's
+# extraction looks for the earlier items it changes (the chat model's E1, E2, ... list).
+CLAIM_ORDER = {"extract": "meeting_date NULLS LAST, updated_at, id"}
+
+
 def claim_batch(conn: psycopg.Connection, stage: StageName, model_id: str, limit: int) -> list[ClaimedDocument]:
     """Lock up to ``limit`` documents ready for ``stage``; call inside the batch's transaction."""
     rows = conn.execute(
         f"""SELECT id, tenant_id, project_id, kind, format, title, meeting_date, body, turns, embedding_model
             FROM documents
             WHERE {CLAIMABLE[stage]} AND backfill_attempts < %(max_attempts)s
-            ORDER BY updated_at, id
+            ORDER BY {CLAIM_ORDER.get(stage, "updated_at, id")}
             LIMIT %(limit)s
             FOR UPDATE SKIP LOCKED""",
         {"model": model_id, "max_attempts": MAX_ATTEMPTS, "limit": limit},
