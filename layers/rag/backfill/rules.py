@@ -103,6 +103,8 @@ NOT_DECISION = _any(
     r"\b(?:move|moves|go|goes)\s+(?:back\s+)?to\s+(?:Mr|Ms|Mrs|Dr|Senator|Minister|Madam|questions?|item|"
     r"the\s+(?:next|floor|member|minister|chair|leader))\b",
     r"\b(?:floor|question)\s+(?:now\s+)?goes\s+to\b",
+    # a condition is not a decision: "March 2 works as long as the numbers are final"
+    r"\b(?:as\s+long\s+as|provided|unless|once|if)\b.{0,80}\b(?:is|are)\s+(?:final|approved|confirmed|adopted|signed\s+off)\b",
 )
 RISK = _any(
     r"\brisks?\b", r"\bconcern(?:ed|s)?\b", r"\bworr(?:ied|y)\b", r"\bdanger\b", r"\bbottleneck\b", r"\bblocker\b",
@@ -231,16 +233,26 @@ def _states_a_risk(core: str) -> bool:
 
 
 def classify_with_model(
-    sentence: str, speaker: str | None, meeting_date: date | None, first_in_turn: bool, last_in_turn: bool
+    sentence: str,
+    speaker: str | None,
+    meeting_date: date | None,
+    first_in_turn: bool,
+    last_in_turn: bool,
+    previous: str | None = None,
+    following: str | None = None,
 ) -> list[Match]:
     """The patterns' kinds plus those the sentence classifier (rag.backfill.classifier) finds above its
-    precision thresholds, with the fields the patterns fill; a kind both find is one match."""
+    precision thresholds, with the fields the patterns fill; a kind both find is one match. ``previous`` and
+    ``following`` are the neighbouring sentences of the segment (the classifier reads an answer, an agreement)."""
     from rag.backfill.classifier import classify_sentence, kinds_of
 
     found = classify(sentence, speaker, meeting_date)
     have = {match.kind for match in found}
     core = clean(sentence)
-    for kind in kinds_of(classify_sentence(sentence, speaker, first_in_turn=first_in_turn, last_in_turn=last_in_turn)):
+    probabilities = classify_sentence(
+        sentence, speaker, first_in_turn=first_in_turn, last_in_turn=last_in_turn, previous=previous, following=following
+    )
+    for kind in kinds_of(probabilities):
         if kind in have:
             continue
         if kind == "decision":
@@ -295,7 +307,9 @@ def extract_by_rules(
     for position, unit in enumerate(units):
         first_in_turn = unit.turn is None or position == 0 or units[position - 1].turn != unit.turn
         last_in_turn = unit.turn is None or position == len(units) - 1 or units[position + 1].turn != unit.turn
-        for match in classify_with_model(unit.text, unit.speaker, meeting_date, first_in_turn, last_in_turn):
+        previous = units[position - 1].text if position > 0 else None
+        following = units[position + 1].text if position + 1 < len(units) else None
+        for match in classify_with_model(unit.text, unit.speaker, meeting_date, first_in_turn, last_in_turn, previous, following):
             if match.kind == "task" and position in answered:
                 continue
             fields = dict(match.fields)
