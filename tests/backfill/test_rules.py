@@ -115,6 +115,27 @@ def test_plain_statements_of_decisions_and_conditional_risks(text, kinds):
     assert [m.kind for m in classify(text, "Priya")] == kinds
 
 
+@pytest.mark.parametrize(
+    ("text", "kinds"),
+    [
+        # duties and procedure are not work someone owes
+        ("We need to do better on customer follow-up.", []),
+        ("We need to send the signed forms to the bank by Friday.", ["task"]),
+        ("Please note that the session is recorded.", []),
+        ("Before you speak, please wait until the chair calls your name.", []),
+        ("The hotel was full, so please book your rooms early.", ["task"]),
+        ("Please send me the revised floor plan.", ["task"]),
+        ("Or will Jonas take that over?", []),
+        ("Jonas will take over the supplier calls.", ["task"]),
+        ("I'll remind everyone that phones stay off.", []),
+        ("I'll just mention the parking situation.", []),
+        ("I'll try and be quick.", []),
+    ],
+)
+def test_duties_procedure_and_questions_are_not_tasks(text, kinds):
+    assert [m.kind for m in classify(text, "Priya")] == kinds
+
+
 def test_a_bare_agreed_takes_what_was_proposed_and_a_request_goes_to_who_accepts_it():
     units = [
         Unit(0, 41, "Then standard batteries for the base model.", 4, "Finance"),

@@ -27,8 +27,9 @@ A sentence, after leading fillers ("okay, so, right, ...") are dropped, is a
   keywords (sales, cost saving, product, hiring, partnership).
 - task: a commitment ("I'll / I will / I'm going to <verb>": the speaker), an
   assignment ("<Name> will", "the <role> will", "<Name>, please / can you", "action item for <Name>"), a
-  request ("please", "can / could you": the addressee when named, else the next
-  speaker when they answer "sure / will do / I'll"), or "we need to". Due date: the
+  request opening the sentence ("please", "can / could you": the addressee when named, else the next
+  speaker when they answer "sure / will do / I'll"; not "please note / wait"), or "we need to" with a
+  deadline; a question is no one's commitment. Due date: the
   deadline the sentence names, resolved against the meeting date (rag.backfill.due_dates).
   Assignee: the person's one form among the meeting's speakers (rag.backfill.owners).
 Questions are never decisions, risks or opportunities.
@@ -142,6 +143,8 @@ MEETING_VERBS = (
     r"be|say|admit|bet|guess|think|have\s+to|go\s+with|leave|see|tell\s+you\s+what|start|begin|pick|come|bring\s+(?:up|in)"
     r"|ask\s+(?:you|everyone|all|a\s+question)|try\s+to\s+(?:answer|explain|be|keep|summari[sz]e|clarify|remember)"
     r"|pursue|move|hand|turn|stop|explain|answer|repeat|continue|make\s+an\s+example|keep\s+it|go\s+(?:on|back|through)"
+    r"|remind|presume|assume|mention|note|summari[sz]e|introduce|wrap\s+up|show\s+(?:you|that|this)"
+    r"|read\s+(?:out|it|that|this)|try\s+and\s+(?:be|answer|explain|keep)|generally|just\s+(?:say|add|mention|note)"
 )
 SELF_COMMITMENT = re.compile(rf"\bI(?:'ll|\s+will|'m\s+going\s+to|\s+am\s+going\s+to)\s+(?!(?:{MEETING_VERBS})\b)\w+", re.I)
 # "Elena will hate me" says how someone will feel, not what they will do.
@@ -155,7 +158,14 @@ ROLE_COMMITMENT = re.compile(
 NOT_NAMES = {"It", "That", "This", "There", "We", "They", "He", "She", "You", "Which", "What", "Who", "Then", "So",
              "Everyone", "Nobody", "Someone", "Everything", "Nothing", "Where", "When", "How", "If"}  # fmt: skip
 VOCATIVE_REQUEST = re.compile(r"^(?P<name>[A-Z][a-z]+(?:\s+[A-Z][a-z]+)?),\s+(?:please|can\s+you|could\s+you|would\s+you)\b")
-REQUEST = re.compile(r"^(?:please|can\s+you|could\s+you|would\s+you)\b|\bplease\s+\w+", re.I)
+# A request opens the sentence or a clause ("Please send ...", "Could you check ...", "..., so please keep the 20th");
+# a "please" elsewhere is politeness or quoted, and "please note / wait / slow down" is the chair's procedure.
+REQUEST = re.compile(
+    r"(?:^(?:please|can\s+you|could\s+you|would\s+you)|[,;:]\s+(?:(?:so|and|but|then)\s+)?please)\s+"
+    r"(?!(?:like|mind|note|wait|direct|slow|make\s+sure|be\s+(?:brief|aware|seated)|feel\s+free|go\s+ahead|continue|"
+    r"proceed)\b)\w+",
+    re.I,
+)
 # "Can you explain ...?" asks for an answer now, not for work after the meeting.
 ASKS_TO_TALK = re.compile(
     r"^(?:\w+(?:\s+\w+)?,\s+)?(?:can|could|would)\s+you\s+(?:all\s+|guys\s+|both\s+|just\s+|briefly\s+|perhaps\s+)?"
@@ -277,13 +287,15 @@ def _task(core: str, speaker: str | None) -> tuple[str | None, bool]:
         return vocative["name"], True
     if (order := VOCATIVE_ORDER.search(core)) and names_a_date(core):
         return order["name"], True
-    if (named := NAMED_COMMITMENT.search(core)) and named["name"] not in NOT_NAMES:
+    question = core.endswith("?")  # "Or will that change?" asks; a request may ask
+    if not question and (named := NAMED_COMMITMENT.search(core)) and named["name"] not in NOT_NAMES:
         return named["name"], True
-    if role := ROLE_COMMITMENT.search(core):
+    if not question and (role := ROLE_COMMITMENT.search(core)):
         return role["role"], True
     if action := ACTION_ITEM.search(core):
         return action["name"], True
-    if REQUEST.search(core) or WE_NEED_TO.search(core):
+    # "we need to do better" is a duty; "we need to send the forms by Friday" is work with a deadline
+    if REQUEST.search(core) or (WE_NEED_TO.search(core) and names_a_date(core)):
         return None, True
     return None, False
 
