@@ -136,6 +136,26 @@ def test_duties_procedure_and_questions_are_not_tasks(text, kinds):
     assert [m.kind for m in classify(text, "Priya")] == kinds
 
 
+@pytest.mark.parametrize(
+    ("text", "kinds"),
+    [
+        # sympathy, reassurance and hedges name no risk
+        ("I share the concern of my colleague about the closures.", []),
+        ("Thank you for raising that concern so clearly.", []),
+        ("Don't worry, the files are backed up.", []),
+        ("We'll worry about that later.", []),
+        ("That might not be right.", []),
+        ("Kofi may not be here today.", []),
+        # what could go wrong, said plainly
+        ("The courier might not deliver before the holidays.", ["risk"]),
+        ("The new line may not be ready in time for the audit.", ["risk"]),
+        ("My concern is that the printer runs out of toner mid-run.", ["risk"]),
+    ],
+)
+def test_sympathy_and_hedges_are_not_risks(text, kinds):
+    assert [m.kind for m in classify(text, "Priya")] == kinds
+
+
 def test_a_bare_agreed_takes_what_was_proposed_and_a_request_goes_to_who_accepts_it():
     units = [
         Unit(0, 41, "Then standard batteries for the base model.", 4, "Finance"),

@@ -109,7 +109,10 @@ NOT_DECISION = _any(
 )
 RISK = _any(
     r"\brisks?\b", r"\bconcern(?:ed|s)?\b", r"\bworr(?:ied|y)\b", r"\bdanger\b", r"\bbottleneck\b", r"\bblocker\b",
-    r"\bmight\s+not\b", r"\bmay\s+not\b", r"\bcould\s+(?:delay|slip|fail|break|push)\b",
+    # "the vendor might not support it", "it may not be ready"; not a hedge ("that might not be right", "Jane may not be")
+    r"\b(?:might|may)\s+not\s+(?:be\s+(?:able|ready|enough|available|delivered|finished|done|in\s+time|on\s+time)|"
+    r"(?!be\b)\w+)",
+    r"\bcould\s+(?:delay|slip|fail|break|push)\b",
     r"\b(?:problem|issue)\s+is\s+that\b", r"\bif\b.{0,80}\b(?:slips|fails|misses|breaks)\b",
 )  # fmt: skip
 # "If the strike goes ahead, the units are two weeks late": a condition, then a harm (generic "if you ..." is advice).
@@ -132,6 +135,10 @@ NOT_RISK = _any(
     r"\bnot\s+worried\b",
     r"\b(?:is|are)\s+concerned\b(?!\s+(?:about|that))",
     r"\bconcerned\s+with\b",
+    # sympathy and reassurance, not a risk: "I share the concern of my colleague", "don't worry"
+    r"\bconcerns?\s+(?:of|for)\s+(?:the\s+)?(?:my|our|his|her|their|so|many|all|people|member|colleague)",
+    r"\b(?:share|shares|understand|appreciate|thank\w*)\b.{0,40}\bconcerns?\b|\bconcerned\s+for\b",
+    r"\b(?:don't|do\s+not|not\s+to|won't)\s+worry\b|\bworry\s+about\s+(?:that|it|this)\s+later\b",
 )
 OPPORTUNITY = _any(
     r"\bopportunit(?:y|ies)\b", r"\bwe\s+could\s+also\b", r"\bpotential\s+to\b", r"\bthere(?:'s|\s+is)\s+potential\b",
