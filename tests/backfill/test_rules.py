@@ -90,6 +90,7 @@ def test_guards_and_combinations(text, kinds):
         ("So the reporting tool is Metabase, not Superset.", ["decision"]),
         ("Okay, the nightly export moves to an hourly job.", ["decision"]),
         ("Then it's a go for the pilot.", ["decision"]),
+        ("The lease ends in June, so we're moving the lab to the second floor.", ["decision"]),
         # watching, chairing and telling are not deciding
         ("Let's keep an eye on the returns rate.", []),
         ("We now move to Ms. Laurent.", []),

@@ -86,6 +86,8 @@ DECISION = _any(
     # "we stay on the C3", "we go back to the old cap" (a verb of choosing or changing a plan, not "we go to lunch").
     rf"^(?:(?:then|so|and|but|yeah|ok(?:ay)?|right|fine|with\s+[^,]{{1,60}}),?\s+)*we\s+(?:(?:now|just|all|simply)\s+)?(?:{SETTLED_VERBS})\b",
     rf"^(?:(?:then|so|and|but|yeah|ok(?:ay)?|right|fine|with\s+[^,]{{1,60}}),?\s+)*we're\s+(?:{SETTLED_VERBS_ING})\b",
+    # ... and the same after a reason: "Retail wants it before May, so we're launching on May 5"
+    rf"[,;:]\s+(?:so|then)\s+we\s+(?:{SETTLED_VERBS})\b|[,;:]\s+(?:so|then)\s+we're\s+(?:{SETTLED_VERBS_ING})\b",
     # A constraint or outcome stated as fixed: "overtime is capped at $1.2 million", "the budget is adopted",
     # "the target warehouse is Snowflake, not BigQuery", "the pool stays open", "then it's a go".
     r"\b(?:is|are)\s+(?:now\s+)?(?:capped|adopted|approved|frozen|locked|confirmed|final|postponed|cancell?ed|"
