@@ -151,9 +151,13 @@ def test_duties_procedure_and_questions_are_not_tasks(text, kinds):
         ("The courier might not deliver before the holidays.", ["risk"]),
         ("The new line may not be ready in time for the audit.", ["risk"]),
         ("My concern is that the printer runs out of toner mid-run.", ["risk"]),
+        # a gain named after the idea
+        ("We could print the manuals in-house and save about four thousand a year.", ["opportunity"]),
+        ("We could rent the spare room to the startup next door and earn a bit.", ["opportunity"]),
+        ("We could move the meeting to Thursday.", []),
     ],
 )
-def test_sympathy_and_hedges_are_not_risks(text, kinds):
+def test_sympathy_and_hedges_are_not_risks_and_a_named_gain_is_an_opportunity(text, kinds):
     assert [m.kind for m in classify(text, "Priya")] == kinds
 
 

@@ -145,6 +145,8 @@ NOT_RISK = _any(
 OPPORTUNITY = _any(
     r"\bopportunit(?:y|ies)\b", r"\bwe\s+could\s+also\b", r"\bpotential\s+to\b", r"\bthere(?:'s|\s+is)\s+potential\b",
     r"\bcould\s+save\b", r"\bupsell\b", r"\bnew\s+market\b", r"\bcould\s+(?:expand|grow|win|sell)\b",
+    # a gain named further on: "we could replace the lights with LEDs and save $200k a year"
+    r"\bwe\s+could\s+(?:[\w'-]+\s+){1,10}?(?:and\s+)?(?:save|sell|charge\s+(?:more|extra|for)|earn|make\s+money)\b",
 )  # fmt: skip
 # Verbs of running the conversation itself ("I'll start", "I'll pick up on that"), never tasks; "I'll have a
 # prototype ready" and "I'll bring two samples" are ("I'll have to say", "I'll bring up" are not).
