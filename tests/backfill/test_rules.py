@@ -98,6 +98,8 @@ def test_guards_and_combinations(text, kinds):
         ("We went to the trade fair last year.", []),
         ("The bug is fixed on my branch.", []),
         ("June works for us as long as the drawings are final by May.", []),
+        ("We close the office at six on Fridays.", []),
+        ("We always use the same courier for samples.", []),
         # a condition and what it would break
         ("If the courier loses the samples, we can't run the tests before June.", ["risk"]),
         ("If the scanner firmware is old, the upload could fail halfway.", ["risk"]),

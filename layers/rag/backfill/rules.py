@@ -106,6 +106,9 @@ NOT_DECISION = _any(
     r"\b(?:move|moves|go|goes)\s+(?:back\s+)?to\s+(?:Mr|Ms|Mrs|Dr|Senator|Minister|Madam|questions?|item|"
     r"the\s+(?:next|floor|member|minister|chair|leader))\b",
     r"\b(?:floor|question)\s+(?:now\s+)?goes\s+to\b",
+    # a habit is not a decision: "we close the office at six on Fridays", "we always use the same courier"
+    r"\b(?:usually|always|normally|typically|generally|currently|every\s+(?:day|week|month|year|time|morning|evening)|"
+    r"on\s+(?:mondays|tuesdays|wednesdays|thursdays|fridays|saturdays|sundays|weekends))\b",
     # a condition is not a decision: "March 2 works as long as the numbers are final"
     r"\b(?:as\s+long\s+as|provided|unless|once|if)\b.{0,80}\b(?:is|are)\s+(?:final|approved|confirmed|adopted|signed\s+off)\b",
 )
