@@ -100,10 +100,20 @@ def test_guards_and_combinations(text, kinds):
         ("June works for us as long as the drawings are final by May.", []),
         ("We close the office at six on Fridays.", []),
         ("We always use the same courier for samples.", []),
+        ("We keep getting timeouts from the payment API.", []),
+        ("Okay, we move on to the hiring plan.", []),
+        ("We pick this up next week.", []),
+        ("We're keeping an eye on the error rate.", []),
+        ("The problem is the cable, not the port.", []),
+        ("The spreadsheet is locked.", []),
+        ("We launch a small feature every sprint.", []),
         # a condition and what it would break
         ("If the courier loses the samples, we can't run the tests before June.", ["risk"]),
         ("If the scanner firmware is old, the upload could fail halfway.", ["risk"]),
         ("If you open the settings page, you'll see the new toggle.", []),
+        ("If we finish early, we can close the meeting.", []),
+        ("If the samples look good, we double the order.", []),
+        ("If the parade goes ahead, we'll be short of drivers that weekend.", ["risk"]),
         ("If the partner signs, we lose nothing?", []),  # a question
         # an alarm that does not say what could go wrong
         ("That's a concern too.", []),

@@ -90,9 +90,11 @@ DECISION = _any(
     rf"[,;:]\s+(?:so|then)\s+we\s+(?:{SETTLED_VERBS})\b|[,;:]\s+(?:so|then)\s+we're\s+(?:{SETTLED_VERBS_ING})\b",
     # A constraint or outcome stated as fixed: "overtime is capped at $1.2 million", "the budget is adopted",
     # "the target warehouse is Snowflake, not BigQuery", "the pool stays open", "then it's a go".
-    r"\b(?:is|are)\s+(?:now\s+)?(?:capped|adopted|approved|frozen|locked|confirmed|final|postponed|cancell?ed|"
+    r"\b(?:is|are)\s+(?:now\s+)?(?:capped|adopted|approved|frozen|locked\s+in|confirmed|final|postponed|cancell?ed|"
     r"scrapped|switched\s+off|carried|ratified|signed\s+off)\b(?!\s+(?:by|if|when|whether|yet)\b)",
-    r"^(?:(?:then|so|okay|ok),?\s+)*(?:the|our)\s+[\w -]{2,40}\s+is\s+[\w.-]+(?:\s+[\w.-]+)?,\s+not\s+[\w.-]+",
+    # (a diagnosis is not: "the problem is the cable, not the port")
+    r"^(?:(?:then|so|okay|ok),?\s+)*(?:the|our)\s+(?![\w -]{0,30}\b(?:problem|issue|question|point|reason|bug|cause|"
+    r"difference|trick|catch)\b)[\w -]{2,40}\s+is\s+[\w.-]+(?:\s+[\w.-]+)?,\s+not\s+[\w.-]+",
     r"^(?:(?:then|so|okay|ok),?\s+)*(?:the|our|all)\s+[\w -]{2,40}\s+(?:stays?|moves?|goes|go)\s+(?:open|closed|"
     r"nightly|weekly|hourly|to|into|back\s+to|ahead)\b",
     r"^(?:(?:then|so|okay|ok),?\s+)*(?:it's|that's)\s+a\s+go\b",
@@ -101,13 +103,17 @@ NOT_DECISION = _any(
     r"\b(?:haven't|have\s+not|not\s+yet|didn't|did\s+not)\s+(?:\w+\s+)?(?:decided|agreed)\b",
     r"\blet's\s+not\b",
     # watching is not deciding: "let's keep an eye on that one", "let's keep it in mind"
-    r"\bkeep\s+(?:an\s+eye|track|(?:it|that|this)\s+in\s+mind|(?:looking|thinking|talking|going)\b)",
+    r"\bkeep(?:ing)?\s+(?:an\s+eye|track|(?:it|that|this)\s+in\s+mind|\w+ing\b)",
+    # running the meeting: "we move on", "we pick this up next week", "we stick to the agenda"
+    r"\bwe(?:'re)?\s+(?:mov(?:e|ing)\s+on|pick(?:ing)?\s+(?:this|that|it)\s+up|stick(?:ing)?\s+to\s+the\s+agenda|"
+    r"open(?:ing)?\s+(?:the|this)\s+(?:meeting|call|session)|clos(?:e|ing)\s+(?:the|this)\s+(?:meeting|call|session))\b",
     # the chair giving the floor: "we go back to Mr. Ortiz", "we now move to questions", "the floor goes to"
     r"\b(?:move|moves|go|goes)\s+(?:back\s+)?to\s+(?:Mr|Ms|Mrs|Dr|Senator|Minister|Madam|questions?|item|"
     r"the\s+(?:next|floor|member|minister|chair|leader))\b",
     r"\b(?:floor|question)\s+(?:now\s+)?goes\s+to\b",
     # a habit is not a decision: "we close the office at six on Fridays", "we always use the same courier"
-    r"\b(?:usually|always|normally|typically|generally|currently|every\s+(?:day|week|month|year|time|morning|evening)|"
+    r"\b(?:usually|always|normally|typically|generally|currently|every\s+(?:day|week|month|quarter|year|sprint|release|"
+    r"time|morning|evening)|"
     r"on\s+(?:mondays|tuesdays|wednesdays|thursdays|fridays|saturdays|sundays|weekends))\b",
     # a condition is not a decision: "March 2 works as long as the numbers are final"
     r"\b(?:as\s+long\s+as|provided|unless|once|if)\b.{0,80}\b(?:is|are)\s+(?:final|approved|confirmed|adopted|signed\s+off)\b",
@@ -124,10 +130,10 @@ RISK = _any(
 CONDITIONAL_RISK = re.compile(r"^(?:\w+,?\s+){0,2}?(?:if|unless)\s+(?!you\b)[^,]{3,160},\s*(?P<then>.+)$", re.I)
 HARM = re.compile(
     r"\b(?:can't|cannot|can\s+not|won't|couldn't|wouldn't|not\s+be\s+able|unable|brick\w*|break\w*|broke|fail\w*|lose|"
-    r"losing|lost|miss\w*|late|delay\w*|short|over\s+budget|go\s+over|overrun|hole|slip\w*|crash\w*|stuck|run\s+out|"
-    r"too\s+(?:late|expensive|much|slow)|paying|pay\s+more|penalt\w*|fines?|fined|damage\w*|close|shut|stop|drop|"
-    r"double|unmasked|exposed|leak\w*|risk\w*|problem\w*|trouble|behind|collapse|harm\w*|suffer\w*|danger\w*|worse|"
-    r"disaster|no\s+(?:way|longer|fallback))\b",
+    r"losing|lost|miss\w*|late|delay\w*|(?:be|are|run|fall)\s+short|over\s+budget|go\s+over|overrun|hole|slip\w*|"
+    r"crash\w*|stuck|run\s+out|too\s+(?:late|expensive|much|slow)|paying\s+(?:list|more|extra|twice|full)|pay\s+more|"
+    r"penalt\w*|fined|fines|damage\w*|unmasked|exposed|leak\w*|risk\w*|problem\w*|trouble|behind|collapse|harm\w*|"
+    r"suffer\w*|danger\w*|worse|disaster|no\s+(?:way|longer|fallback))\b",
     re.I,
 )
 # "That's a risk too", "Everything is a risk this year": an alarm that does not say what could go wrong.
