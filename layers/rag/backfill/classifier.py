@@ -176,7 +176,8 @@ def classify_sentence(
     model: SentenceModel | None = None,
 ) -> dict[str, float]:
     """The probability of each kind for one sentence. ``speaker`` is accepted for the callers' symmetry with the
-    rules; the features use the text and its place in the turn only (speaker labels differ between sources)."""
+    rules; the features use the text, its place in the turn and its neighbours (``previous`` / ``following``: the
+    sentences before and after it), never the speaker's name (speaker labels differ between sources)."""
     del speaker
     model = model or load_model()
     return model.probabilities(features(text, first_in_turn, last_in_turn, previous, following))
