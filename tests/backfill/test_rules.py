@@ -89,6 +89,9 @@ def test_guards_and_combinations(text, kinds):
         ("The travel budget is capped at forty thousand euros.", ["decision"]),
         ("So the reporting tool is Metabase, not Superset.", ["decision"]),
         ("Okay, the nightly export moves to an hourly job.", ["decision"]),
+        ("The price stays at forty-nine euros.", ["decision"]),
+        ("All new reports go into the shared workspace.", ["decision"]),
+        ("The email goes to everyone on the list.", []),
         ("Then it's a go for the pilot.", ["decision"]),
         ("The lease ends in June, so we're moving the lab to the second floor.", ["decision"]),
         # watching, chairing and telling are not deciding

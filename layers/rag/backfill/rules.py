@@ -95,8 +95,9 @@ DECISION = _any(
     # (a diagnosis is not: "the problem is the cable, not the port")
     r"^(?:(?:then|so|okay|ok),?\s+)*(?:the|our)\s+(?![\w -]{0,30}\b(?:problem|issue|question|point|reason|bug|cause|"
     r"difference|trick|catch)\b)[\w -]{2,40}\s+is\s+[\w.-]+(?:\s+[\w.-]+)?,\s+not\s+[\w.-]+",
-    r"^(?:(?:then|so|okay|ok),?\s+)*(?:the|our|all)\s+[\w -]{2,40}\s+(?:stays?|moves?|goes|go)\s+(?:open|closed|"
-    r"nightly|weekly|hourly|to|into|back\s+to|ahead)\b",
+    # (where a thing "goes to" is usually an address: "the email goes to everyone")
+    r"^(?:(?:then|so|okay|ok),?\s+)*(?:the|our|all)\s+[\w -]{2,40}\s+(?:stays?\s+(?:open|closed|nightly|weekly|hourly|"
+    r"at|with|on|as)|moves?\s+(?:to|into|back\s+to)|go(?:es)?\s+(?:into|back\s+to|ahead))\b",
     r"^(?:(?:then|so|okay|ok),?\s+)*(?:it's|that's)\s+a\s+go\b",
 )
 NOT_DECISION = _any(
