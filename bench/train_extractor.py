@@ -31,25 +31,45 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "layers"))
 sys.path.insert(0, str(ROOT / "bench" / "labels"))
 
+from project_sentences import project_sentences  # noqa: E402
 from sentences import DEFAULT_EVAL, DEFAULT_LABELS, meeting_sentences  # noqa: E402
 
 from rag.backfill.classifier import DEFAULT_MODEL, FEATURE_SET, features  # noqa: E402
+from rag.backfill.rules import classify  # noqa: E402
+
+
+def rule_kinds(text: str) -> frozenset[str]:
+    return frozenset(match.kind for match in classify(text))
+
 
 KINDS = ("decision", "risk", "task", "opportunity")
 # Precision each kind's threshold aims for (the targets the offline extractor is measured against).
 TARGET_PRECISION = {"decision": 0.80, "risk": 0.70, "task": 0.85, "opportunity": 0.70}
+MIN_HITS = 5  # a threshold's precision counts when it keeps at least this many right sentences
+PRECISION_FLOOR = 0.6  # below its target, a kind's classifier is used only at this precision or more
+OFF = 1.01  # a threshold no probability reaches
 MIN_FEATURE_COUNT = 3  # a feature seen in fewer training sentences gets no weight (noise, and file size)
 C = 0.5  # inverse L2 strength, chosen by the cross-validation below (see --c)
 WEIGHT_DIGITS = 3
 
 
+DEFAULT_PROJECTS = ROOT / "bench" / "projects"
+PROJECT_WEIGHT = 3.0  # a bench/projects sentence counts this many times in training (see --project-weight)
+# bench/projects' sentences are measured (each project held out whole), not trained on unless asked: they stay a
+# benchmark the classifier has not seen (bench/knowledge_quality.py runs on them).
+TRAIN_ON_PROJECTS = False
+MEASURED = {"full", "project"}  # samples precision and recall are measured on (candidates over-represent cue words)
+
+
 @dataclass(frozen=True)
 class Example:
-    meeting_id: str
+    meeting_id: str  # the group cross-validation holds out together: a meeting, or a whole project
     domain: str
-    sample: str
+    sample: str  # "full" / "candidates" (bench/labels), "project" (bench/projects)
     kinds: frozenset[str]
     features: dict[str, float]
+    unsure: frozenset[str] = frozenset()  # kinds this sentence is neither a positive nor a negative of
+    rule_kinds: frozenset[str] = frozenset()  # the kinds rag.backfill.rules' patterns find (with the model: the extractor)
 
 
 def log(message: str) -> None:
@@ -65,37 +85,61 @@ def load_examples(eval_dir: Path, labels: Path) -> list[Example]:
     for number, (meeting, meeting_rows) in enumerate(sorted(by_meeting.items()), 1):
         refs = list(meeting_sentences(eval_dir, meeting))
         turn_sizes = Counter(ref.turn for ref in refs)
-        place: dict[tuple[int, int, int], tuple[str, bool, bool]] = {}
+        place: dict[tuple[int, int, int], tuple[dict[str, float], frozenset[str]]] = {}
         seen: Counter[int] = Counter()
-        for ref in refs:
+        ref_text = {(ref.turn, ref.start, ref.end): ref.text for ref in refs}
+        for index, ref in enumerate(refs):
             seen[ref.turn] += 1
-            place[(ref.turn, ref.start, ref.end)] = (ref.text, seen[ref.turn] == 1, seen[ref.turn] == turn_sizes[ref.turn])
+            previous = refs[index - 1].text if index else None
+            following = refs[index + 1].text if index + 1 < len(refs) else None
+            first, last = seen[ref.turn] == 1, seen[ref.turn] == turn_sizes[ref.turn]
+            place[(ref.turn, ref.start, ref.end)] = (features(ref.text, first, last, previous, following), frozenset())
         for row in meeting_rows:
             key = (int(row["turn"]), int(row["start"]), int(row["end"]))  # type: ignore[call-overload]
             if key not in place:
                 raise SystemExit(f"{meeting}: {key} is not a sentence (run bench/labels/sentences.py --check)")
-            text, first, last = place[key]
             label = row["label"]
             kinds = frozenset(label if isinstance(label, list) else [label]) - {"none"}
-            examples.append(Example(meeting, str(row["domain"]), str(row["sample"]), kinds, features(text, first, last)))
+            named, _ = place[key]
+            ruled = rule_kinds(ref_text[key]) if row["sample"] == "full" else frozenset()
+            examples.append(Example(meeting, str(row["domain"]), str(row["sample"]), kinds, named, rule_kinds=ruled))
         log(f"[{number}/{len(by_meeting)}] {meeting}: {len(meeting_rows)} sentences")
     return examples
 
 
+def load_projects(folders: Sequence[Path]) -> list[Example]:
+    """bench/projects' sentences (bench/labels/project_sentences.py), each project one group."""
+    examples = []
+    for folder in folders:
+        for row in project_sentences(folder):
+            named = features(row.text, row.first_in_turn, row.last_in_turn, row.previous, row.following)
+            examples.append(
+                Example(f"project:{row.project}", "Projects", "project", row.kinds, named, row.unsure, rule_kinds(row.text))
+            )
+        log(f"project {folder.name}: {sum(1 for e in examples if e.meeting_id == f'project:{folder.name}')} sentences")
+    return examples
+
+
 def fit(examples: Sequence[Example], c: float):  # type: ignore[no-untyped-def]
-    """A DictVectorizer over the frequent features and one LogisticRegression per kind."""
+    """A DictVectorizer over the frequent features and one LogisticRegression per kind (project sentences
+    weighted ``PROJECT_WEIGHT``)."""
     from sklearn.feature_extraction import DictVectorizer
     from sklearn.linear_model import LogisticRegression
 
+    if not TRAIN_ON_PROJECTS:
+        examples = [example for example in examples if example.sample != "project"]
     counts: Counter[str] = Counter(name for example in examples for name in example.features)
     vocabulary = sorted(name for name, count in counts.items() if count >= MIN_FEATURE_COUNT)
     vectorizer = DictVectorizer(sparse=True)
     vectorizer.fit([{name: 1.0 for name in vocabulary}])
-    matrix = vectorizer.transform([example.features for example in examples])
     models = {}
     for kind in KINDS:
-        target = [kind in example.kinds for example in examples]
-        models[kind] = LogisticRegression(C=c, max_iter=2000).fit(matrix, target)
+        # a sentence unsure for this kind (a label's context or later mention) teaches nothing about it
+        rows = [example for example in examples if kind not in example.unsure]
+        matrix = vectorizer.transform([example.features for example in rows])
+        target = [kind in example.kinds for example in rows]
+        weights = [PROJECT_WEIGHT if example.sample == "project" else 1.0 for example in rows]
+        models[kind] = LogisticRegression(C=c, max_iter=2000).fit(matrix, target, sample_weight=weights)
     return vectorizer, models
 
 
@@ -112,7 +156,7 @@ def out_of_fold(examples: Sequence[Example], c: float, folds: int) -> dict[str, 
     probabilities: dict[str, list[float | None]] = {kind: [None] * len(examples) for kind in KINDS}
     groups = [example.meeting_id for example in examples]
     for train, test in GroupKFold(n_splits=folds).split(examples, groups=groups):
-        scored = [i for i in test if examples[i].sample == "full"]
+        scored = [i for i in test if examples[i].sample in MEASURED]
         if not scored:
             continue
         predicted = predict(fit([examples[i] for i in train], c), [examples[i] for i in scored])
@@ -130,24 +174,29 @@ def precision_recall(truth: Sequence[bool], probabilities: Sequence[float], thre
 
 
 def choose_threshold(truth: Sequence[bool], probabilities: Sequence[float], target: float) -> float:
-    """The lowest threshold reaching ``target`` precision (with at least 10 hits), else the best F0.5."""
+    """The lowest threshold reaching ``target`` precision (with at least ``MIN_HITS`` hits); where none does, the
+    lowest reaching ``PRECISION_FLOOR``; where none does either, ``OFF`` (the kind is left to the patterns: the
+    classifier would add more wrong items than right ones)."""
     candidates = sorted({round(p, 4) for p in probabilities if p >= 0.05})
-    best, best_f = 0.5, -1.0
+    floor = OFF
     for threshold in candidates:
         precision, recall, _ = precision_recall(truth, probabilities, threshold)
         hits = recall * sum(truth)
-        if precision >= target and hits >= 10:
+        if hits < MIN_HITS:
+            break
+        if precision >= target:
             return threshold
-        f = 1.25 * precision * recall / (0.25 * precision + recall) if precision + recall else 0.0
-        if f > best_f:
-            best, best_f = threshold, f
-    return best
+        if precision >= PRECISION_FLOOR and floor == OFF:
+            floor = threshold
+    return floor
 
 
 def full_part(examples: Sequence[Example], oof: dict[str, list[float | None]], kind: str) -> tuple[list[bool], list[float]]:
     truth, probabilities = [], []
+    # thresholds are chosen on what the model is trained on: bench/projects only with --train-on-projects
+    chosen_on = {"full", "project"} if TRAIN_ON_PROJECTS else {"full"}
     for example, p in zip(examples, oof[kind], strict=True):
-        if p is not None:
+        if p is not None and kind not in example.unsure and example.sample in chosen_on:
             truth.append(kind in example.kinds)
             probabilities.append(p)
     return truth, probabilities
@@ -160,28 +209,36 @@ def evaluate(examples: list[Example], c: float, folds: int) -> tuple[dict[str, f
 
     groups = [example.meeting_id for example in examples]
     held_out: dict[str, list[tuple[bool, bool, str]]] = {kind: [] for kind in KINDS}  # (truth, predicted, domain)
+    with_rules: dict[str, list[tuple[bool, bool, str]]] = {kind: [] for kind in KINDS}  # the model or the patterns
     splits = list(GroupKFold(n_splits=folds).split(examples, groups=groups))
     for number, (train, test) in enumerate(splits, 1):
         started = time.monotonic()
         training = [examples[i] for i in train]
         inner = out_of_fold(training, c, folds)
         thresholds = {kind: choose_threshold(*full_part(training, inner, kind), TARGET_PRECISION[kind]) for kind in KINDS}
-        scored = [examples[i] for i in test if examples[i].sample == "full"]
+        scored = [examples[i] for i in test if examples[i].sample in MEASURED]
         if scored:
             predicted = predict(fit(training, c), scored)
             for kind in KINDS:
                 for example, p in zip(scored, predicted[kind], strict=True):
-                    held_out[kind].append((kind in example.kinds, p >= thresholds[kind], example.domain))
-        meetings = sorted({examples[i].meeting_id for i in test if examples[i].sample == "full"})
+                    if kind not in example.unsure:
+                        chosen = p >= thresholds[kind]
+                        held_out[kind].append((kind in example.kinds, chosen, example.domain))
+                        with_rules[kind].append((kind in example.kinds, chosen or kind in example.rule_kinds, example.domain))
+        meetings = sorted({examples[i].meeting_id for i in test if examples[i].sample in MEASURED})
         log(f"fold {number}/{folds}: held out {', '.join(meetings) or '(candidates only)'}; "
             f"thresholds {json.dumps(thresholds)} ({time.monotonic() - started:.0f}s)")  # fmt: skip
     report: dict[str, object] = {}
-    domains = sorted({example.domain for example in examples if example.sample == "full"})
+    domains = sorted({example.domain for example in examples if example.sample in MEASURED})
     for kind in KINDS:
         rows = held_out[kind]
-        entry = {"all": _pr(rows)}
+        entry = {"all": _pr([row for row in rows if row[2] != "Projects"])}  # bench/labels' full meetings
         for domain in domains:
             entry[domain] = _pr([row for row in rows if row[2] == domain])
+        combined = with_rules[kind]
+        entry["all+rules"] = _pr([row for row in combined if row[2] != "Projects"])
+        if any(row[2] == "Projects" for row in combined):
+            entry["Projects+rules"] = _pr([row for row in combined if row[2] == "Projects"])
         report[kind] = entry
     log("choosing the final thresholds on all meetings' out-of-fold probabilities")
     oof = out_of_fold(examples, c, folds)
@@ -235,6 +292,7 @@ def print_report(report: dict[str, object], thresholds: dict[str, float]) -> Non
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    global PROJECT_WEIGHT, TRAIN_ON_PROJECTS
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--eval", type=Path, default=DEFAULT_EVAL, help="the shared evaluation set (transcripts/)")
     parser.add_argument("--labels", type=Path, default=DEFAULT_LABELS, help="labelled references (jsonl)")
@@ -242,12 +300,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--folds", type=int, default=5, help="grouped cross-validation folds")
     parser.add_argument("--c", type=float, default=C, help="inverse L2 regularisation strength")
     parser.add_argument("--no-write", action="store_true", help="evaluate only; do not write the weights file")
+    parser.add_argument("--projects", type=Path, nargs="*", default=None,
+                        help="labelled project folders to measure on (and with --train-on-projects train on), each held "
+                        "out whole in cross-validation (default: every folder of bench/projects; --projects alone: none)")  # fmt: skip
+    parser.add_argument("--train-on-projects", action="store_true", help="train on the projects' sentences too")
+    parser.add_argument("--project-weight", type=float, default=PROJECT_WEIGHT, help="a project sentence's weight")
     args = parser.parse_args(argv)
+    PROJECT_WEIGHT = args.project_weight
+    TRAIN_ON_PROJECTS = args.train_on_projects
 
     if not (args.eval / "transcripts").is_dir():
         raise SystemExit(f"no transcripts under {args.eval} (the shared evaluation set)")
     log(f"reading {args.labels}")
     examples = load_examples(args.eval, args.labels)
+    folders = sorted(p for p in DEFAULT_PROJECTS.iterdir() if p.is_dir()) if args.projects is None else args.projects
+    examples += load_projects(folders)
     log(f"{len(examples)} sentences; cross-validating ({args.folds} folds, nested)")
     thresholds, report = evaluate(examples, args.c, args.folds)
     print_report(report, thresholds)

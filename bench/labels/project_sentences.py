@@ -13,8 +13,8 @@ outside the item sections (``## Decisions`` ...; those lines become items direct
 
 from __future__ import annotations
 
+import argparse
 import json
-import re
 import sys
 from collections import Counter
 from collections.abc import Iterator, Sequence
@@ -126,17 +126,17 @@ def project_sentences(folder: Path) -> list[ProjectSentence]:
     return found
 
 
-WORDS = re.compile(r"\S+")
-
-
-def main(argv: Sequence[str]) -> int:
-    for name in argv:
-        rows = project_sentences(Path(name))
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("projects", type=Path, nargs="+", help="labelled project folders (bench/projects/*/)")
+    args = parser.parse_args(argv)
+    for folder in args.projects:
+        rows = project_sentences(folder)
         counts = Counter(kind for row in rows for kind in row.kinds)
         unsure = Counter(kind for row in rows for kind in row.unsure)
-        print(f"{Path(name).name}: {len(rows)} sentences; positives {dict(counts)}; unsure {dict(unsure)}")
+        print(f"{folder.name}: {len(rows)} sentences; positives {dict(counts)}; unsure {dict(unsure)}")
     return 0
 
 
 if __name__ == "__main__":
-    raise SystemExit(main(sys.argv[1:]))
+    raise SystemExit(main())

@@ -87,7 +87,35 @@ def test_the_shipped_weights_are_small_and_have_a_threshold_per_kind():
     assert DEFAULT_MODEL.stat().st_size < 1_000_000
     model = load_model()
     assert set(model.thresholds) == {"decision", "risk", "task", "opportunity"}
-    assert all(0.0 < threshold < 1.0 for threshold in model.thresholds.values())
+    # a threshold above 1 is a kind the classifier did not reach its precision floor on: left to the patterns
+    assert all(0.0 < threshold < 1.0 or threshold > 1.0 for threshold in model.thresholds.values())
+
+
+def test_a_kind_whose_threshold_is_above_one_never_comes_out():
+    data = json.loads(TINY.read_text())
+    model = SentenceModel.from_json({**data, "thresholds": {**data["thresholds"], "task": 1.01}})
+    probabilities = classify_sentence("I'll send you the figures.", model=model)
+    assert probabilities["task"] > load_model(TINY).thresholds["task"]
+    assert kinds_of(probabilities, model) == []
+
+
+def test_the_neighbouring_sentences_are_features():
+    # an answer to a question, then agreement from someone else: how a decision is often settled in a meeting
+    named = features("The blue one.", first_in_turn=True, last_in_turn=True, previous="Which color do we ship?",
+                     following="Sounds good.")  # fmt: skip
+    assert {"ctx:answers_question", "ctx:then_agreement"} <= set(named)
+    assert "ctx:then_question" in features("We ship blue.", following="Why blue?")
+    # inside a turn the neighbours are the speaker's own sentences: no answer, no agreement
+    inner = features("The blue one.", first_in_turn=False, last_in_turn=False, previous="Which color?", following="Yes.")
+    assert not {name for name in inner if name.startswith("ctx:")}
+    assert "ctx:then_agreement" not in features("We ship blue.", following="Yes, but the sand one is nicer, isn't it?")
+
+
+def test_the_context_changes_the_probability():
+    model = load_model(TINY)
+    alone = classify_sentence("The blue one.", model=model)
+    answered = classify_sentence("The blue one.", previous="Which color?", following="Sounds good.", model=model)
+    assert answered["decision"] > alone["decision"]
 
 
 @pytest.mark.parametrize(
@@ -96,7 +124,7 @@ def test_the_shipped_weights_are_small_and_have_a_threshold_per_kind():
         ("I'll write to the committee with the figures next week.", ["task"]),
         ("Could you send us a note on that?", ["task"]),
         ("We have decided that the selling price will be twenty-five euros.", ["decision"]),
-        ("The main risk is that the battery overheats.", ["risk"]),
+        ("So I 'll send you an email with the figures.", ["task"]),  # transcript spelling, which the patterns miss
         ("Can you all hear me?", []),
         ("Yeah.", []),
         ("Okay, thanks everyone.", []),
@@ -121,13 +149,13 @@ def test_inference_imports_no_numpy():
 
 
 def test_the_offline_extractor_adds_what_the_classifier_finds_to_what_the_patterns_find():
-    # No risk pattern fires on this sentence; the classifier does (and the patterns' task below still counts).
+    # No task pattern fires on the first sentence (transcripts' "I 'll"); the classifier does, and the patterns'
+    # task below still counts.
     units = [
-        Unit(0, 68, "That could be a problem for the schedule if the parts arrive late.", 4, "Dana Kim"),
-        Unit(69, 118, "I'll write to the supplier about it tomorrow.", 5, "Sam Lee"),
+        Unit(0, 45, "So I 'll send you an email with the figures.", 4, "Dana Kim"),
+        Unit(46, 95, "I'll write to the supplier about it tomorrow.", 5, "Sam Lee"),
     ]
     assert [match.kind for match in classify(units[0].text, "Dana Kim")] == []
     items = extract_by_rules(units, segment_id=None, meeting_date=date(2026, 3, 2))
-    assert [(item.kind, item.start_turn) for item in items] == [("risk", 4), ("task", 5)]
-    assert items[0].fields["category"] == "schedule"
+    assert [(item.kind, item.start_turn) for item in items] == [("task", 4), ("task", 5)]
     assert items[1].fields["assignee"] == "Sam Lee" and items[1].fields["due_date"] == date(2026, 3, 3)

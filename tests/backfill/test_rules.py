@@ -89,17 +89,34 @@ def test_guards_and_combinations(text, kinds):
         ("The travel budget is capped at forty thousand euros.", ["decision"]),
         ("So the reporting tool is Metabase, not Superset.", ["decision"]),
         ("Okay, the nightly export moves to an hourly job.", ["decision"]),
+        ("The price stays at forty-nine euros.", ["decision"]),
+        ("All new reports go into the shared workspace.", ["decision"]),
+        ("The email goes to everyone on the list.", []),
         ("Then it's a go for the pilot.", ["decision"]),
+        ("The lease ends in June, so we're moving the lab to the second floor.", ["decision"]),
         # watching, chairing and telling are not deciding
         ("Let's keep an eye on the returns rate.", []),
         ("We now move to Ms. Laurent.", []),
         ("We go back to Mr. Singh for a last question.", []),
         ("We went to the trade fair last year.", []),
         ("The bug is fixed on my branch.", []),
+        ("June works for us as long as the drawings are final by May.", []),
+        ("We close the office at six on Fridays.", []),
+        ("We always use the same courier for samples.", []),
+        ("We keep getting timeouts from the payment API.", []),
+        ("Okay, we move on to the hiring plan.", []),
+        ("We pick this up next week.", []),
+        ("We're keeping an eye on the error rate.", []),
+        ("The problem is the cable, not the port.", []),
+        ("The spreadsheet is locked.", []),
+        ("We launch a small feature every sprint.", []),
         # a condition and what it would break
         ("If the courier loses the samples, we can't run the tests before June.", ["risk"]),
         ("If the scanner firmware is old, the upload could fail halfway.", ["risk"]),
         ("If you open the settings page, you'll see the new toggle.", []),
+        ("If we finish early, we can close the meeting.", []),
+        ("If the samples look good, we double the order.", []),
+        ("If the parade goes ahead, we'll be short of drivers that weekend.", ["risk"]),
         ("If the partner signs, we lose nothing?", []),  # a question
         # an alarm that does not say what could go wrong
         ("That's a concern too.", []),
@@ -111,6 +128,51 @@ def test_guards_and_combinations(text, kinds):
     ],
 )
 def test_plain_statements_of_decisions_and_conditional_risks(text, kinds):
+    assert [m.kind for m in classify(text, "Priya")] == kinds
+
+
+@pytest.mark.parametrize(
+    ("text", "kinds"),
+    [
+        # duties and procedure are not work someone owes
+        ("We need to do better on customer follow-up.", []),
+        ("We need to send the signed forms to the bank by Friday.", ["task"]),
+        ("Please note that the session is recorded.", []),
+        ("Before you speak, please wait until the chair calls your name.", []),
+        ("The hotel was full, so please book your rooms early.", ["task"]),
+        ("Please send me the revised floor plan.", ["task"]),
+        ("Or will Jonas take that over?", []),
+        ("Jonas will take over the supplier calls.", ["task"]),
+        ("I'll remind everyone that phones stay off.", []),
+        ("I'll just mention the parking situation.", []),
+        ("I'll try and be quick.", []),
+    ],
+)
+def test_duties_procedure_and_questions_are_not_tasks(text, kinds):
+    assert [m.kind for m in classify(text, "Priya")] == kinds
+
+
+@pytest.mark.parametrize(
+    ("text", "kinds"),
+    [
+        # sympathy, reassurance and hedges name no risk
+        ("I share the concern of my colleague about the closures.", []),
+        ("Thank you for raising that concern so clearly.", []),
+        ("Don't worry, the files are backed up.", []),
+        ("We'll worry about that later.", []),
+        ("That might not be right.", []),
+        ("Kofi may not be here today.", []),
+        # what could go wrong, said plainly
+        ("The courier might not deliver before the holidays.", ["risk"]),
+        ("The new line may not be ready in time for the audit.", ["risk"]),
+        ("My concern is that the printer runs out of toner mid-run.", ["risk"]),
+        # a gain named after the idea
+        ("We could print the manuals in-house and save about four thousand a year.", ["opportunity"]),
+        ("We could rent the spare room to the startup next door and earn a bit.", ["opportunity"]),
+        ("We could move the meeting to Thursday.", []),
+    ],
+)
+def test_sympathy_and_hedges_are_not_risks_and_a_named_gain_is_an_opportunity(text, kinds):
     assert [m.kind for m in classify(text, "Priya")] == kinds
 
 

@@ -4,7 +4,8 @@ The features depend on the sentence's words only, never on an embedding model, s
 embedding provider, and inference is plain Python (the Lambda layer has no numpy). The weights
 (``sentence_model.json``) are trained by ``bench/train_extractor.py`` (``make train-extractor``) on the labelled
 sentences of ``bench/labels``: one logistic regression per kind (one-vs-rest; a sentence may state two kinds),
-with a threshold per kind chosen for precision and written into the file.
+with a threshold per kind chosen for precision and written into the file (above 1 when the kind never reached its
+precision floor in cross-validation: the classifier then leaves that kind to the patterns of rag.backfill.rules).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from pathlib import Path
 __all__ = ["DEFAULT_MODEL", "SentenceModel", "classify_sentence", "features", "kinds_of", "load_model"]
 
 DEFAULT_MODEL = Path(__file__).with_name("sentence_model.json")
-FEATURE_SET = "words-cues-v1"  # bump when ``features`` changes: a weights file names the features it was trained on
+FEATURE_SET = "words-cues-context-v2"  # bump when ``features`` changes: a weights file names the features it was trained on
 
 # Transcripts write "I 'll", "let 's", curly quotes: one spelling so "i'll" is one token.
 _APOSTROPHE = re.compile(r"\s*[’'](?=[a-z])", re.I)
@@ -50,8 +51,23 @@ _CUES: dict[str, re.Pattern[str]] = {
         "weekday_or_month": r"\b(?:monday|tuesday|wednesday|thursday|friday|january|february|march|april|may\s+\d"
         r"|june|july|august|september|october|november|december|next\s+week|tomorrow)\b",
         "money_or_number": r"[$€£]\s?\d|\b\d+(?:[.,]\d+)?\s*(?:%|percent|euros?|dollars?|pounds?|million|billion)",
+        # a plan stated as settled, in the present ("we move the launch to ...", "we're launching on ...")
+        "settled_plan": r"^(?:(?:then|so|and|but|yeah|okay|ok|right|fine),?\s+)*we(?:'re)?\s+(?:now\s+|just\s+)?"
+        r"(?:ship|move|keep|stay|drop|use|close|open|lower|raise|switch|launch|cap|freeze|cancel|postpone|skip|adopt|"
+        r"approve|reject|pick|choose|go\s+(?:with|for|back\s+to|ahead)|\w+ing\s+(?:with|to|on|the))\b",
+        "fixed_constraint": r"\b(?:is|are)\s+(?:now\s+)?(?:capped|adopted|approved|frozen|locked|confirmed|final|"
+        r"postponed|cancell?ed|scrapped|carried|ratified)\b|,\s+not\s+\w+|\b(?:stays?|moves?)\s+(?:open|closed|to)\b",
+        "conditional_harm": r"^(?:\w+,?\s+){0,2}?(?:if|unless)\s+(?!you\b)[^,]{3,160},.*\b(?:can't|cannot|won't|"
+        r"couldn't|wouldn't|brick|break|fail|lose|lost|miss|late|delay|short|over|hole|slip|crash|stuck|run\s+out|"
+        r"paying|damage|close|stop|drop|double|exposed|problem|trouble|behind|worse|no\s+(?:way|longer|fallback))",
+        "vague_alarm": r"^(?:\w+,?\s+){0,2}?(?:that|this|it|everything)(?:'s|\s+is)\s+(?:\w+\s+){0,2}"
+        r"(?:risk|concern|worry|problem|issue)\b[^,]{0,20}$",
+        "monitoring": r"\bkeep\s+(?:an\s+eye|track|(?:it|that|this)\s+in\s+mind)\b",
     }.items()
 }
+_AGREEMENT = re.compile(
+    r"^(?:yeah|yes|yep|okay|ok|sure|agreed|great|fine|right|perfect|good|will\s+do|deal|sounds\s+good|fair\s+enough)\b", re.I
+)
 
 
 def _length_bucket(words: int) -> str:
@@ -61,8 +77,15 @@ def _length_bucket(words: int) -> str:
     return "len:more"
 
 
-def features(text: str, first_in_turn: bool = True, last_in_turn: bool = True) -> dict[str, float]:
-    """The sentence's features by name (binary): words, word pairs, the first words, cues, length, place in its turn."""
+def features(
+    text: str,
+    first_in_turn: bool = True,
+    last_in_turn: bool = True,
+    previous: str | None = None,
+    following: str | None = None,
+) -> dict[str, float]:
+    """The sentence's features by name (binary): words, word pairs, the first words, cues, length, place in its turn,
+    and its neighbours: the sentence before (a question it answers) and after (agreement, a question, across turns)."""
     plain = _MARKUP.sub(" markup ", _APOSTROPHE.sub("'", text))
     tokens = ["#" if _NUMBER.match(t) else t for t in _TOKEN.findall(plain.lower())]
     found: dict[str, float] = {"bias_text": 1.0}
@@ -80,6 +103,14 @@ def features(text: str, first_in_turn: bool = True, last_in_turn: bool = True) -
         found["question"] = 1.0
     found[_length_bucket(len(tokens))] = 1.0
     found[f"turn:{'first' if first_in_turn else 'inner'}-{'last' if last_in_turn else 'inner'}"] = 1.0
+    if previous is not None and first_in_turn and previous.strip().endswith("?"):
+        found["ctx:answers_question"] = 1.0
+    if following is not None and last_in_turn:
+        reply = _APOSTROPHE.sub("'", following).strip()
+        if _AGREEMENT.search(reply) and len(reply.split()) <= 6:
+            found["ctx:then_agreement"] = 1.0
+        elif reply.endswith("?"):
+            found["ctx:then_question"] = 1.0
     return found
 
 
@@ -140,13 +171,16 @@ def classify_sentence(
     *,
     first_in_turn: bool = True,
     last_in_turn: bool = True,
+    previous: str | None = None,
+    following: str | None = None,
     model: SentenceModel | None = None,
 ) -> dict[str, float]:
     """The probability of each kind for one sentence. ``speaker`` is accepted for the callers' symmetry with the
-    rules; the features use the text and its place in the turn only (speaker labels differ between sources)."""
+    rules; the features use the text, its place in the turn and its neighbours (``previous`` / ``following``: the
+    sentences before and after it), never the speaker's name (speaker labels differ between sources)."""
     del speaker
     model = model or load_model()
-    return model.probabilities(features(text, first_in_turn, last_in_turn))
+    return model.probabilities(features(text, first_in_turn, last_in_turn, previous, following))
 
 
 def kinds_of(probabilities: Mapping[str, float], model: SentenceModel | None = None) -> list[str]:

@@ -27,8 +27,9 @@ A sentence, after leading fillers ("okay, so, right, ...") are dropped, is a
   keywords (sales, cost saving, product, hiring, partnership).
 - task: a commitment ("I'll / I will / I'm going to <verb>": the speaker), an
   assignment ("<Name> will", "the <role> will", "<Name>, please / can you", "action item for <Name>"), a
-  request ("please", "can / could you": the addressee when named, else the next
-  speaker when they answer "sure / will do / I'll"), or "we need to". Due date: the
+  request opening the sentence ("please", "can / could you": the addressee when named, else the next
+  speaker when they answer "sure / will do / I'll"; not "please note / wait"), or "we need to" with a
+  deadline; a question is no one's commitment. Due date: the
   deadline the sentence names, resolved against the meeting date (rag.backfill.due_dates).
   Assignee: the person's one form among the meeting's speakers (rag.backfill.owners).
 Questions are never decisions, risks or opportunities.
@@ -85,38 +86,55 @@ DECISION = _any(
     # "we stay on the C3", "we go back to the old cap" (a verb of choosing or changing a plan, not "we go to lunch").
     rf"^(?:(?:then|so|and|but|yeah|ok(?:ay)?|right|fine|with\s+[^,]{{1,60}}),?\s+)*we\s+(?:(?:now|just|all|simply)\s+)?(?:{SETTLED_VERBS})\b",
     rf"^(?:(?:then|so|and|but|yeah|ok(?:ay)?|right|fine|with\s+[^,]{{1,60}}),?\s+)*we're\s+(?:{SETTLED_VERBS_ING})\b",
+    # ... and the same after a reason: "Retail wants it before May, so we're launching on May 5"
+    rf"[,;:]\s+(?:so|then)\s+we\s+(?:{SETTLED_VERBS})\b|[,;:]\s+(?:so|then)\s+we're\s+(?:{SETTLED_VERBS_ING})\b",
     # A constraint or outcome stated as fixed: "overtime is capped at $1.2 million", "the budget is adopted",
     # "the target warehouse is Snowflake, not BigQuery", "the pool stays open", "then it's a go".
-    r"\b(?:is|are)\s+(?:now\s+)?(?:capped|adopted|approved|frozen|locked|confirmed|final|postponed|cancell?ed|"
+    r"\b(?:is|are)\s+(?:now\s+)?(?:capped|adopted|approved|frozen|locked\s+in|confirmed|final|postponed|cancell?ed|"
     r"scrapped|switched\s+off|carried|ratified|signed\s+off)\b(?!\s+(?:by|if|when|whether|yet)\b)",
-    r"^(?:(?:then|so|okay|ok),?\s+)*(?:the|our)\s+[\w -]{2,40}\s+is\s+[\w.-]+(?:\s+[\w.-]+)?,\s+not\s+[\w.-]+",
-    r"^(?:(?:then|so|okay|ok),?\s+)*(?:the|our|all)\s+[\w -]{2,40}\s+(?:stays?|moves?|goes|go)\s+(?:open|closed|"
-    r"nightly|weekly|hourly|to|into|back\s+to|ahead)\b",
+    # (a diagnosis is not: "the problem is the cable, not the port")
+    r"^(?:(?:then|so|okay|ok),?\s+)*(?:the|our)\s+(?![\w -]{0,30}\b(?:problem|issue|question|point|reason|bug|cause|"
+    r"difference|trick|catch)\b)[\w -]{2,40}\s+is\s+[\w.-]+(?:\s+[\w.-]+)?,\s+not\s+[\w.-]+",
+    # (where a thing "goes to" is usually an address: "the email goes to everyone")
+    r"^(?:(?:then|so|okay|ok),?\s+)*(?:the|our|all)\s+[\w -]{2,40}\s+(?:stays?\s+(?:open|closed|nightly|weekly|hourly|"
+    r"at|with|on|as)|moves?\s+(?:to|into|back\s+to)|go(?:es)?\s+(?:into|back\s+to|ahead))\b",
     r"^(?:(?:then|so|okay|ok),?\s+)*(?:it's|that's)\s+a\s+go\b",
 )
 NOT_DECISION = _any(
     r"\b(?:haven't|have\s+not|not\s+yet|didn't|did\s+not)\s+(?:\w+\s+)?(?:decided|agreed)\b",
     r"\blet's\s+not\b",
     # watching is not deciding: "let's keep an eye on that one", "let's keep it in mind"
-    r"\bkeep\s+(?:an\s+eye|track|(?:it|that|this)\s+in\s+mind|(?:looking|thinking|talking|going)\b)",
+    r"\bkeep(?:ing)?\s+(?:an\s+eye|track|(?:it|that|this)\s+in\s+mind|\w+ing\b)",
+    # running the meeting: "we move on", "we pick this up next week", "we stick to the agenda"
+    r"\bwe(?:'re)?\s+(?:mov(?:e|ing)\s+on|pick(?:ing)?\s+(?:this|that|it)\s+up|stick(?:ing)?\s+to\s+the\s+agenda|"
+    r"open(?:ing)?\s+(?:the|this)\s+(?:meeting|call|session)|clos(?:e|ing)\s+(?:the|this)\s+(?:meeting|call|session))\b",
     # the chair giving the floor: "we go back to Mr. Ortiz", "we now move to questions", "the floor goes to"
     r"\b(?:move|moves|go|goes)\s+(?:back\s+)?to\s+(?:Mr|Ms|Mrs|Dr|Senator|Minister|Madam|questions?|item|"
     r"the\s+(?:next|floor|member|minister|chair|leader))\b",
     r"\b(?:floor|question)\s+(?:now\s+)?goes\s+to\b",
+    # a habit is not a decision: "we close the office at six on Fridays", "we always use the same courier"
+    r"\b(?:usually|always|normally|typically|generally|currently|every\s+(?:day|week|month|quarter|year|sprint|release|"
+    r"time|morning|evening)|"
+    r"on\s+(?:mondays|tuesdays|wednesdays|thursdays|fridays|saturdays|sundays|weekends))\b",
+    # a condition is not a decision: "March 2 works as long as the numbers are final"
+    r"\b(?:as\s+long\s+as|provided|unless|once|if)\b.{0,80}\b(?:is|are)\s+(?:final|approved|confirmed|adopted|signed\s+off)\b",
 )
 RISK = _any(
     r"\brisks?\b", r"\bconcern(?:ed|s)?\b", r"\bworr(?:ied|y)\b", r"\bdanger\b", r"\bbottleneck\b", r"\bblocker\b",
-    r"\bmight\s+not\b", r"\bmay\s+not\b", r"\bcould\s+(?:delay|slip|fail|break|push)\b",
+    # "the vendor might not support it", "it may not be ready"; not a hedge ("that might not be right", "Jane may not be")
+    r"\b(?:might|may)\s+not\s+(?:be\s+(?:able|ready|enough|available|delivered|finished|done|in\s+time|on\s+time)|"
+    r"(?!be\b)\w+)",
+    r"\bcould\s+(?:delay|slip|fail|break|push)\b",
     r"\b(?:problem|issue)\s+is\s+that\b", r"\bif\b.{0,80}\b(?:slips|fails|misses|breaks)\b",
 )  # fmt: skip
 # "If the strike goes ahead, the units are two weeks late": a condition, then a harm (generic "if you ..." is advice).
 CONDITIONAL_RISK = re.compile(r"^(?:\w+,?\s+){0,2}?(?:if|unless)\s+(?!you\b)[^,]{3,160},\s*(?P<then>.+)$", re.I)
 HARM = re.compile(
     r"\b(?:can't|cannot|can\s+not|won't|couldn't|wouldn't|not\s+be\s+able|unable|brick\w*|break\w*|broke|fail\w*|lose|"
-    r"losing|lost|miss\w*|late|delay\w*|short|over\s+budget|go\s+over|overrun|hole|slip\w*|crash\w*|stuck|run\s+out|"
-    r"too\s+(?:late|expensive|much|slow)|paying|pay\s+more|penalt\w*|fines?|fined|damage\w*|close|shut|stop|drop|"
-    r"double|unmasked|exposed|leak\w*|risk\w*|problem\w*|trouble|behind|collapse|harm\w*|suffer\w*|danger\w*|worse|"
-    r"disaster|no\s+(?:way|longer|fallback))\b",
+    r"losing|lost|miss\w*|late|delay\w*|(?:be|are|run|fall)\s+short|over\s+budget|go\s+over|overrun|hole|slip\w*|"
+    r"crash\w*|stuck|run\s+out|too\s+(?:late|expensive|much|slow)|paying\s+(?:list|more|extra|twice|full)|pay\s+more|"
+    r"penalt\w*|fined|fines|damage\w*|unmasked|exposed|leak\w*|risk\w*|problem\w*|trouble|behind|collapse|harm\w*|"
+    r"suffer\w*|danger\w*|worse|disaster|no\s+(?:way|longer|fallback))\b",
     re.I,
 )
 # "That's a risk too", "Everything is a risk this year": an alarm that does not say what could go wrong.
@@ -129,10 +147,16 @@ NOT_RISK = _any(
     r"\bnot\s+worried\b",
     r"\b(?:is|are)\s+concerned\b(?!\s+(?:about|that))",
     r"\bconcerned\s+with\b",
+    # sympathy and reassurance, not a risk: "I share the concern of my colleague", "don't worry"
+    r"\bconcerns?\s+(?:of|for)\s+(?:the\s+)?(?:my|our|his|her|their|so|many|all|people|member|colleague)",
+    r"\b(?:share|shares|understand|appreciate|thank\w*)\b.{0,40}\bconcerns?\b|\bconcerned\s+for\b",
+    r"\b(?:don't|do\s+not|not\s+to|won't)\s+worry\b|\bworry\s+about\s+(?:that|it|this)\s+later\b",
 )
 OPPORTUNITY = _any(
     r"\bopportunit(?:y|ies)\b", r"\bwe\s+could\s+also\b", r"\bpotential\s+to\b", r"\bthere(?:'s|\s+is)\s+potential\b",
     r"\bcould\s+save\b", r"\bupsell\b", r"\bnew\s+market\b", r"\bcould\s+(?:expand|grow|win|sell)\b",
+    # a gain named further on: "we could replace the lights with LEDs and save $200k a year"
+    r"\bwe\s+could\s+(?:[\w'-]+\s+){1,10}?(?:and\s+)?(?:save|sell|charge\s+(?:more|extra|for)|earn|make\s+money)\b",
 )  # fmt: skip
 # Verbs of running the conversation itself ("I'll start", "I'll pick up on that"), never tasks; "I'll have a
 # prototype ready" and "I'll bring two samples" are ("I'll have to say", "I'll bring up" are not).
@@ -140,6 +164,8 @@ MEETING_VERBS = (
     r"be|say|admit|bet|guess|think|have\s+to|go\s+with|leave|see|tell\s+you\s+what|start|begin|pick|come|bring\s+(?:up|in)"
     r"|ask\s+(?:you|everyone|all|a\s+question)|try\s+to\s+(?:answer|explain|be|keep|summari[sz]e|clarify|remember)"
     r"|pursue|move|hand|turn|stop|explain|answer|repeat|continue|make\s+an\s+example|keep\s+it|go\s+(?:on|back|through)"
+    r"|remind|presume|assume|mention|note|summari[sz]e|introduce|wrap\s+up|show\s+(?:you|that|this)"
+    r"|read\s+(?:out|it|that|this)|try\s+and\s+(?:be|answer|explain|keep)|generally|just\s+(?:say|add|mention|note)"
 )
 SELF_COMMITMENT = re.compile(rf"\bI(?:'ll|\s+will|'m\s+going\s+to|\s+am\s+going\s+to)\s+(?!(?:{MEETING_VERBS})\b)\w+", re.I)
 # "Elena will hate me" says how someone will feel, not what they will do.
@@ -153,7 +179,14 @@ ROLE_COMMITMENT = re.compile(
 NOT_NAMES = {"It", "That", "This", "There", "We", "They", "He", "She", "You", "Which", "What", "Who", "Then", "So",
              "Everyone", "Nobody", "Someone", "Everything", "Nothing", "Where", "When", "How", "If"}  # fmt: skip
 VOCATIVE_REQUEST = re.compile(r"^(?P<name>[A-Z][a-z]+(?:\s+[A-Z][a-z]+)?),\s+(?:please|can\s+you|could\s+you|would\s+you)\b")
-REQUEST = re.compile(r"^(?:please|can\s+you|could\s+you|would\s+you)\b|\bplease\s+\w+", re.I)
+# A request opens the sentence or a clause ("Please send ...", "Could you check ...", "..., so please keep the 20th");
+# a "please" elsewhere is politeness or quoted, and "please note / wait / slow down" is the chair's procedure.
+REQUEST = re.compile(
+    r"(?:^(?:please|can\s+you|could\s+you|would\s+you)|[,;:]\s+(?:(?:so|and|but|then)\s+)?please)\s+"
+    r"(?!(?:like|mind|note|wait|direct|slow|make\s+sure|be\s+(?:brief|aware|seated)|feel\s+free|go\s+ahead|continue|"
+    r"proceed)\b)\w+",
+    re.I,
+)
 # "Can you explain ...?" asks for an answer now, not for work after the meeting.
 ASKS_TO_TALK = re.compile(
     r"^(?:\w+(?:\s+\w+)?,\s+)?(?:can|could|would)\s+you\s+(?:all\s+|guys\s+|both\s+|just\s+|briefly\s+|perhaps\s+)?"
@@ -231,16 +264,26 @@ def _states_a_risk(core: str) -> bool:
 
 
 def classify_with_model(
-    sentence: str, speaker: str | None, meeting_date: date | None, first_in_turn: bool, last_in_turn: bool
+    sentence: str,
+    speaker: str | None,
+    meeting_date: date | None,
+    first_in_turn: bool,
+    last_in_turn: bool,
+    previous: str | None = None,
+    following: str | None = None,
 ) -> list[Match]:
     """The patterns' kinds plus those the sentence classifier (rag.backfill.classifier) finds above its
-    precision thresholds, with the fields the patterns fill; a kind both find is one match."""
+    precision thresholds, with the fields the patterns fill; a kind both find is one match. ``previous`` and
+    ``following`` are the neighbouring sentences of the segment (the classifier reads an answer, an agreement)."""
     from rag.backfill.classifier import classify_sentence, kinds_of
 
     found = classify(sentence, speaker, meeting_date)
     have = {match.kind for match in found}
     core = clean(sentence)
-    for kind in kinds_of(classify_sentence(sentence, speaker, first_in_turn=first_in_turn, last_in_turn=last_in_turn)):
+    probabilities = classify_sentence(
+        sentence, speaker, first_in_turn=first_in_turn, last_in_turn=last_in_turn, previous=previous, following=following
+    )
+    for kind in kinds_of(probabilities):
         if kind in have:
             continue
         if kind == "decision":
@@ -265,13 +308,15 @@ def _task(core: str, speaker: str | None) -> tuple[str | None, bool]:
         return vocative["name"], True
     if (order := VOCATIVE_ORDER.search(core)) and names_a_date(core):
         return order["name"], True
-    if (named := NAMED_COMMITMENT.search(core)) and named["name"] not in NOT_NAMES:
+    question = core.endswith("?")  # "Or will that change?" asks; a request may ask
+    if not question and (named := NAMED_COMMITMENT.search(core)) and named["name"] not in NOT_NAMES:
         return named["name"], True
-    if role := ROLE_COMMITMENT.search(core):
+    if not question and (role := ROLE_COMMITMENT.search(core)):
         return role["role"], True
     if action := ACTION_ITEM.search(core):
         return action["name"], True
-    if REQUEST.search(core) or WE_NEED_TO.search(core):
+    # "we need to do better" is a duty; "we need to send the forms by Friday" is work with a deadline
+    if REQUEST.search(core) or (WE_NEED_TO.search(core) and names_a_date(core)):
         return None, True
     return None, False
 
@@ -295,7 +340,9 @@ def extract_by_rules(
     for position, unit in enumerate(units):
         first_in_turn = unit.turn is None or position == 0 or units[position - 1].turn != unit.turn
         last_in_turn = unit.turn is None or position == len(units) - 1 or units[position + 1].turn != unit.turn
-        for match in classify_with_model(unit.text, unit.speaker, meeting_date, first_in_turn, last_in_turn):
+        previous = units[position - 1].text if position > 0 else None
+        following = units[position + 1].text if position + 1 < len(units) else None
+        for match in classify_with_model(unit.text, unit.speaker, meeting_date, first_in_turn, last_in_turn, previous, following):
             if match.kind == "task" and position in answered:
                 continue
             fields = dict(match.fields)
