@@ -481,8 +481,10 @@ def main() -> int:
     parser.add_argument("--json", action="store_true", help="print the figures as JSON (progress goes to stderr)")
     parser.add_argument("--llm", action="store_true", help="keep the configured chat model (default: the offline backfill)")
     parser.add_argument(
-        "--oracle", action="store_true", help="extract with a scripted chat model that answers from the labels "
-        "(bench/oracle_model.py): what the LLM path keeps of right answers"
+        "--oracle",
+        action="store_true",
+        help="extract with a scripted chat model that answers from the labels "
+        "(bench/oracle_model.py): what the LLM path keeps of right answers",
     )
     parser.add_argument("--batch-size", type=int, default=10)
     parser.add_argument("--show", action="store_true", help="also list the missed labels and the false positives")

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 BENCH = Path(__file__).resolve().parents[1] / "bench"
-MODULES = {"common.py", "bare_pgvector.py"}  # imported by the scripts, not run
+MODULES = {"common.py", "bare_pgvector.py", "oracle_model.py"}  # imported by the scripts, not run
 SCRIPTS = sorted(p for p in BENCH.glob("*.py") if p.name not in MODULES)
 
 
@@ -197,3 +197,47 @@ def test_items_of_different_kinds_may_share_an_id_each_table_numbers_its_own_row
     assert matching.pairs["D1"].kind == "decision" and matching.pairs["T1"].kind == "task"
     assert figures["decision_recall"]["value"] == figures["task_recall"]["value"] == 1.0
     assert matching.false_positives == [] and matching.neutral == []
+
+
+def test_the_oracle_model_answers_what_the_labels_say_of_the_lines_it_is_shown(tmp_path):
+    """bench/oracle_model.py reads only the prompt: the lines, the meeting date and the earlier items' labels."""
+    import json
+
+    sys.path.insert(0, str(BENCH))
+    from oracle_model import OracleModel
+
+    labels = [
+        {"id": "D1", "kind": "decision", "meeting": "2026-01-12-kickoff.txt", "turns": [1, 1], "quote": "we move on March 2",
+         "statement": "Move on March 2", "superseded_by": "D2"},
+        {"id": "D2", "kind": "decision", "meeting": "2026-01-26-update.vtt", "turns": [3, 3], "quote": "March 16 instead",
+         "statement": "Move on March 16", "superseded_by": None},
+        {"id": "T1", "kind": "task", "meeting": "2026-01-12-kickoff.txt", "turns": [2, 2], "quote": "get three quotes",
+         "statement": "Get three removal quotes", "owner": "Ines Duarte", "assigned_to": "Mark Feld",
+         "due": "2026-01-30", "first_due": "2026-01-23", "status": "done",
+         "updates": [{"meeting": "2026-01-26-update.vtt", "turns": [4, 4], "quote": "Ines will take the quotes over",
+                      "change": "handed_over"},
+                     {"meeting": "2026-01-26-update.vtt", "turns": [1, 1], "quote": "I sent the quotes", "change": "done"}]},
+    ]  # fmt: skip
+    (tmp_path / "labels.jsonl").write_text("".join(json.dumps(label) + "\n" for label in labels))
+    oracle = OracleModel([tmp_path / "labels.jsonl"])
+
+    def ask(prompt):
+        body = {"response_format": {"json_schema": {"name": "ProposedKnowledge"}}, "messages": [{}, {"content": prompt}]}
+        return oracle(body)
+
+    first = ask("Meeting date: 2026-01-12\nSegment: move\n\n[1] Ines: So we move on March 2.\n[2] Ines: Mark, get three quotes.")
+    assert [(d["first"], d["description"], d["supersedes"]) for d in first["decisions"]] == [(1, "Move on March 2", None)]
+    assert [(t["first"], t["assignee"], t["due_date"]) for t in first["tasks"]] == [(2, "Mark Feld", "2026-01-23")]
+    assert first["changes"] == []
+    second = ask(
+        "Earlier items of this project that are still current or open:\n"
+        "E1 (decision, 2026-01-12): Move on March 2\nE2 (task, 2026-01-12): Get three removal quotes\n\n"
+        "Meeting date: 2026-01-26\nSegment: update\n\n[1] Mark: I sent the quotes.\n[3] Ines: March 16 instead.\n"
+        "[4] Ines: Ines will take the quotes over."
+    )
+    assert [(d["first"], d["supersedes"]) for d in second["decisions"]] == [(3, "E1")]
+    assert [(c["first"], c["item"], c["change"], c["new_owner"]) for c in second["changes"]] == [
+        (4, "E2", "reassigned", "Ines Duarte"), (1, "E2", "done", None)
+    ]  # fmt: skip
+    with pytest.raises(ValueError, match="extraction only"):
+        oracle({"response_format": {"json_schema": {"name": "ProposedSegmentation"}}, "messages": [{}, {"content": ""}]})

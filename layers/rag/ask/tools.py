@@ -266,9 +266,7 @@ def run_open_tasks(ctx: ToolContext, args: TasksArgs) -> ToolResult:
     projects = ctx.narrow([args.project_id] if args.project_id else [])
     rows = []
     for project in projects or (None,):
-        rows += list_tasks(
-            ctx.conn, ctx.tenant_id, project_id=project, status="open", assignee=args.assignee, limit=args.limit
-        )
+        rows += list_tasks(ctx.conn, ctx.tenant_id, project_id=project, status="open", assignee=args.assignee, limit=args.limit)
     tasks = []
     for r in rows[: args.limit]:
         n = ctx.citations.add(

@@ -21,6 +21,11 @@ if TYPE_CHECKING:
 
 MAX_ITEMS = 5_000  # per kind and project: the links of older items stay as they are
 LINKED_TABLES = {"decision": "decisions", "risk": "risks", "task": "tasks"}
+# "cut over" is the "cutover", "roll out" the "rollout": a phrasal verb's words joined, stemmed beside the rest.
+_COMPOUNDS_SQL = (
+    "tsvector_to_array(to_tsvector('english', regexp_replace({text}, "
+    "'\\m(\\w+)\\s+(over|up|off|out|down|back|in)\\M', '\\1\\2', 'gi')))"
+)
 _MOMENT_SQL = "coalesce(d.meeting_date, d.created_at::date), extract(epoch FROM d.created_at)::float8, d.id::text, k.start_char"
 
 
@@ -48,7 +53,8 @@ def relink(conn: psycopg.Connection, tenant_id: str, project_id: str) -> Timelin
 def _items(conn: psycopg.Connection, kind: str, scope: dict[str, Any]) -> list[TimedItem]:
     table = LINKED_TABLES[kind]
     rows = conn.execute(
-        f"""SELECT k.id, {_MOMENT_SQL}, tsvector_to_array(k.search_tsv), k.description, k.stated, k.end_char
+        f"""SELECT k.id, {_MOMENT_SQL}, tsvector_to_array(k.search_tsv) || {_COMPOUNDS_SQL.format(text="k.description")},
+                   k.description, k.stated, k.end_char
             FROM {table} k JOIN documents d ON d.id = k.document_id AND d.tenant_id = k.tenant_id
             WHERE k.tenant_id = %(tenant)s AND k.project_id = %(project)s
             ORDER BY 2 DESC, 3 DESC, k.id DESC LIMIT %(limit)s""",  # noqa: S608 - table names are constants
@@ -78,7 +84,8 @@ def _name_words(conn: psycopg.Connection, scope: dict[str, Any]) -> list[str]:
 
 def _changes(conn: psycopg.Connection, scope: dict[str, Any]) -> list[TimedChange]:
     rows = conn.execute(
-        f"""SELECT k.id, {_MOMENT_SQL}, k.change, tsvector_to_array(k.search_tsv),
+        f"""SELECT k.id, {_MOMENT_SQL}, k.change,
+                   tsvector_to_array(k.search_tsv) || {_COMPOUNDS_SQL.format(text="k.evidence")},
                    tsvector_to_array(to_tsvector('english', coalesce(k.context, ''))), k.speakers, k.new_value,
                    k.proposed_target
             FROM knowledge_changes k JOIN documents d ON d.id = k.document_id AND d.tenant_id = k.tenant_id
