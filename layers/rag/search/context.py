@@ -4,7 +4,7 @@ Neighbouring or overlapping chunks of one document are merged into one passage, 
 the model does not read the same turns twice and each citation is one span. Other
 types (segments, decisions, risks, ...) are never merged: their content is a summary or
 a description, not a span of the document's text, and each is cited on its own with its
-type and fields spelled out (``Decision: owner Maya; status agreed``).
+type and fields spelled out (``Decision: owner Maya; status current``).
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ def _type_of(result: Any) -> str:
 
 
 def _label(result: Any) -> str:
-    """``Decision: owner Maya; status agreed`` for extracted items; empty for chunks and segments."""
+    """``Decision: owner Maya; status current`` for extracted items; empty for chunks and segments."""
     type_name = _type_of(result)
     spec = SEARCHABLE_TYPES.get(type_name)
     if spec is None or not spec.context_fields:
