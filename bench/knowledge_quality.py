@@ -128,9 +128,14 @@ def parse_label(entry: dict[str, Any]) -> Label:
 
 
 def load_labels(path: Path) -> list[Label]:
-    """A project's labels.jsonl, its meetings named ``<project>/<file name>`` (the project: the file's folder)."""
+    """A project's labels.jsonl, its meetings named ``<project>/<file name>`` and its ids ``<project>/<id>``
+    (the project: the file's folder; projects may use the same ids)."""
     entries = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    project = path.parent.name
     for entry in entries:
+        entry["id"] = f"{project}/{entry.get('id')}"
+        if entry.get("superseded_by"):
+            entry["superseded_by"] = f"{project}/{entry['superseded_by']}"
         for place in (entry, *entry.get("updates", [])):
             if "meeting" in place:
                 place["meeting"] = f"{path.parent.name}/{place['meeting']}"

@@ -158,8 +158,9 @@ def test_the_labelled_projects_quote_the_turns_and_lines_the_parsers_give():
     from rag.parsing import parse_document
 
     kq = import_knowledge_quality()
-    projects = sorted(p for p in (BENCH / "projects").iterdir() if (p / "labels.jsonl").is_file())
-    assert len(projects) >= 2
+    sets = (BENCH / "projects", BENCH / "heldout")
+    projects = sorted(p for folder in sets for p in folder.iterdir() if (p / "labels.jsonl").is_file())
+    assert len(projects) >= 6
     for project in projects:
         labels = kq.load_labels(project / "labels.jsonl")
         places = {}
@@ -241,3 +242,24 @@ def test_the_oracle_model_answers_what_the_labels_say_of_the_lines_it_is_shown(t
     ]  # fmt: skip
     with pytest.raises(ValueError, match="extraction only"):
         oracle({"response_format": {"json_schema": {"name": "ProposedSegmentation"}}, "messages": [{}, {"content": ""}]})
+
+
+def test_projects_may_number_their_labels_alike(tmp_path):
+    import json
+
+    kq = import_knowledge_quality()
+    labels = []
+    for project in ("one", "two"):
+        (tmp_path / project).mkdir()
+        entries = [
+            {"id": "D1", "kind": "decision", "meeting": "m.txt", "turns": [0, 0], "quote": "q", "superseded_by": "D2"},
+            {"id": "D2", "kind": "decision", "meeting": "n.txt", "turns": [0, 0], "quote": "q", "superseded_by": None},
+        ]
+        (tmp_path / project / "labels.jsonl").write_text("".join(json.dumps(e) + "\n" for e in entries))
+        labels += kq.load_labels(tmp_path / project / "labels.jsonl")
+    assert [(label.id, label.superseded_by) for label in labels] == [
+        ("one/D1", "one/D2"), ("one/D2", None), ("two/D1", "two/D2"), ("two/D2", None)
+    ]  # fmt: skip
+    items = [kq.Extracted(n, "decision", label.place) for n, label in enumerate(labels)]
+    figures = kq.score(labels, items, kq.match(labels, items))
+    assert figures["decision_precision"] == {"value": 1.0, "n": 4, "of": 4}
