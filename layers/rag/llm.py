@@ -137,5 +137,8 @@ def parsed_answer(name: str, choice: ChatChoice, response_model: type[Response])
 
 
 def numbered_units(lines: list[str], first_index: int = 0, max_chars: int = 1500) -> str:
-    """``[i] text`` lines the model refers back to by number (long lines cut: they only need locating)."""
-    return "\n".join(f"[{first_index + i}] {line[:max_chars]}" for i, line in enumerate(lines))
+    """``[i] text`` lines the model refers back to by number (long lines cut: they only need locating).
+
+    A line's own line breaks (a sentence running over list items) become spaces: each number is one line.
+    """
+    return "\n".join(f"[{first_index + i}] {' '.join(line.split())[:max_chars]}" for i, line in enumerate(lines))

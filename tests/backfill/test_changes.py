@@ -57,6 +57,8 @@ def test_a_change_statement_and_its_new_value(text, expected):
         "Could you send it to Omar?",
         "We talked about the press kit.",  # past, but no completion
         "That's a risk too.",
+        "Aisha Patel: load the approved annual leave into the roster, due March 2.",  # an adjective, no report
+        "Keep a signed copy in the file.",
     ],
 )
 def test_plans_questions_and_negations_change_nothing(text):

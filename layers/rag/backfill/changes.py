@@ -52,6 +52,9 @@ PLAN = _any(
 NEGATED = _any(r"\b(?:not|never)\b", r"n't\b")
 DONE = _any(
     r"\b(?:is|are|was|were|'s|got|been|all)\s+(?:now\s+)?(?:done|finished|complete|completed|sorted|wrapped\s+up)\b",
+    # A bare past participle reports a completion ("Retail confirmed", "credit agreement signed"), unless a
+    # determiner makes it an adjective ("load the approved leave", "a signed copy").
+    r"(?<!\bthe )(?<!\ba )(?<!\ban )(?<!\bour )(?<!\bany )(?<!\bthis )(?<!\btheir )"
     r"\b(?:sent|shipped|submitted|published|booked|signed|filed|posted|uploaded|delivered|merged|deployed|released|"
     r"approved|reviewed|confirmed|finished|completed|paid|ordered|received|installed|rebuilt|fixed)\b",
     r"\bwent\s+(?:fine|well|smoothly|through|live|ok(?:ay)?)\b",
