@@ -40,7 +40,13 @@ class OracleModel:
     """Answers ``ProposedKnowledge`` requests from the raw labels of the projects being measured."""
 
     def __init__(self, label_files: list[Path]) -> None:
-        self.labels = [json.loads(line) for path in label_files for line in path.read_text().splitlines() if line.strip()]
+        # Each label with its project (its file's folder): projects may number their labels alike.
+        self.labels = [
+            {**json.loads(line), "project": path.parent.name}
+            for path in label_files
+            for line in path.read_text().splitlines()
+            if line.strip()
+        ]
         self.answered = 0
 
     def __call__(self, body: dict[str, Any]) -> dict[str, Any]:
@@ -92,7 +98,10 @@ class OracleModel:
         located = {"first": line, "last": line, "evidence": label["quote"], "description": label["statement"]}
         kind = label["kind"]
         if kind == "decision":
-            replaced = next((e for e in self.labels if e.get("superseded_by") == label["id"]), None)
+            replaced = next(
+                (e for e in self.labels if e["project"] == label["project"] and e.get("superseded_by") == label["id"]),
+                None,
+            )
             target = self._earlier(replaced, earlier) if replaced else None
             answer["decisions"].append({**located, "rationale": None, "owner": None, "impact": None,
                                         "supersedes": target[0] if target else None})  # fmt: skip

@@ -220,7 +220,11 @@ def test_the_oracle_model_answers_what_the_labels_say_of_the_lines_it_is_shown(t
                      {"meeting": "2026-01-26-update.vtt", "turns": [1, 1], "quote": "I sent the quotes", "change": "done"}]},
     ]  # fmt: skip
     (tmp_path / "labels.jsonl").write_text("".join(json.dumps(label) + "\n" for label in labels))
-    oracle = OracleModel([tmp_path / "labels.jsonl"])
+    other = tmp_path / "other"  # another project numbering its labels alike: never mixed in
+    other.mkdir()
+    unrelated = {**labels[0], "id": "D0", "quote": "we move on April 9", "statement": "Move on April 9", "superseded_by": "D2"}
+    (other / "labels.jsonl").write_text(json.dumps(unrelated) + "\n")
+    oracle = OracleModel([other / "labels.jsonl", tmp_path / "labels.jsonl"])
 
     def ask(prompt):
         body = {"response_format": {"json_schema": {"name": "ProposedKnowledge"}}, "messages": [{}, {"content": prompt}]}
