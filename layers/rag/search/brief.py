@@ -1,0 +1,161 @@
+"""A project's brief: where it stands after every meeting, each line cited to its meeting and turns.
+
+The current decisions (superseded ones left out), the open risks, the open tasks grouped by
+owner (overdue first, then soonest due, undated last; "overdue" is against ``today``) and what
+changed in the last ``days`` days (``rag.search.changes``). ``brief_markdown`` writes the same
+brief as Markdown, each line ending with its citation.
+"""
+
+from __future__ import annotations
+
+from datetime import date, timedelta
+from typing import TYPE_CHECKING, Any
+
+from rag.search.changes import changes_between, is_empty
+
+if TYPE_CHECKING:
+    import psycopg
+
+DEFAULT_DAYS = 14
+MAX_ITEMS = 100  # per section
+
+_CURRENT = """
+SELECT k.id::text AS id, k.description, k.status, {extra}
+       d.id::text AS document_id, d.source_uri, d.title AS source_title, d.meeting_date,
+       k.start_char, k.end_char, k.start_turn, k.end_turn, k.speakers, k.evidence
+  FROM {table} k JOIN documents d ON d.id = k.document_id AND d.tenant_id = k.tenant_id
+ WHERE k.tenant_id = %(tenant)s AND k.project_id = %(project)s AND k.status = %(status)s
+ ORDER BY d.meeting_date DESC NULLS LAST, k.start_char, k.id
+ LIMIT %(limit)s"""
+
+
+def project_brief(
+    conn: psycopg.Connection,
+    tenant_id: str,
+    project_id: str,
+    *,
+    today: date,
+    days: int = DEFAULT_DAYS,
+    limit: int = MAX_ITEMS,
+) -> dict[str, Any]:
+    """The brief of one project of ``tenant_id`` as of ``today`` (newest meetings first in each list)."""
+    from psycopg.rows import dict_row
+
+    from rag.search.tasks import list_tasks
+
+    scope = {"tenant": tenant_id, "project": project_id, "limit": limit}
+    with conn.cursor(row_factory=dict_row) as cur:
+        decisions = cur.execute(
+            _CURRENT.format(table="decisions", extra="k.owner,"), {**scope, "status": "current"}, prepare=False
+        ).fetchall()
+        risks = cur.execute(
+            _CURRENT.format(table="risks", extra="k.category, k.likelihood, k.impact, k.mitigation,"),
+            {**scope, "status": "open"},
+            prepare=False,
+        ).fetchall()
+    tasks = list_tasks(conn, tenant_id, project_id=project_id, status="open", limit=limit)
+    since = today - timedelta(days=days)
+    return {
+        "project_id": project_id,
+        "today": today,
+        "since": since,
+        "decisions": decisions,
+        "risks": risks,
+        "tasks_by_owner": _by_owner(tasks, today),
+        "overdue_tasks": sum(1 for t in tasks if _overdue(t, today)),
+        "changes": changes_between(conn, tenant_id, project_id, since=since, until=today, limit=limit),
+    }
+
+
+def _overdue(task: dict[str, Any], today: date) -> bool:
+    return task["due_date"] is not None and task["due_date"] < today
+
+
+def _by_owner(tasks: list[dict[str, Any]], today: date) -> list[dict[str, Any]]:
+    """Tasks (already soonest due first) grouped by owner; the owner whose first task is most urgent first, nobody's last."""
+    groups: dict[str | None, list[dict[str, Any]]] = {}
+    for task in tasks:
+        fields = {k: v for k, v in task.items() if k != "changes"}
+        groups.setdefault(task["assignee"], []).append({**fields, "overdue": _overdue(task, today)})
+    owners = sorted(groups, key=lambda owner: owner is None)  # stable: the dict keeps the urgency order
+    return [{"owner": owner, "tasks": groups[owner]} for owner in owners]
+
+
+# --- Markdown --------------------------------------------------------------------------------
+
+
+def cite(item: dict[str, Any]) -> str:
+    """Where an item was said: ``[source, meeting date, turns a-b (speakers)]``."""
+    source = item.get("source_title") or item.get("source_uri") or item.get("document_id")
+    parts = [str(source)]
+    if item.get("meeting_date"):
+        parts.append(str(item["meeting_date"]))
+    if item.get("start_turn") is not None:
+        turns = item["start_turn"], item["end_turn"]
+        parts.append(f"turn {turns[0]}" if turns[0] == turns[1] else f"turns {turns[0]}-{turns[1]}")
+    else:
+        parts.append(f"chars {item['start_char']}-{item['end_char']}")
+    speakers = ", ".join(item.get("speakers") or ())
+    return f"[{'; '.join(parts)}{f' ({speakers})' if speakers else ''}]"
+
+
+def _line(text: str, item: dict[str, Any]) -> str:
+    return f"- {' '.join(text.split())} {cite(item)}"
+
+
+def changes_markdown(changes: dict[str, list[dict[str, Any]]]) -> list[str]:
+    """The lines of a ``changes_between`` answer, one section per non-empty category."""
+    lines: list[str] = []
+
+    def section(title: str, items: list[dict[str, Any]], text: Any) -> None:
+        if items:
+            lines.extend(["", f"### {title}", *(_line(text(item), item) for item in items)])
+
+    section("Decisions made", changes["decisions_made"], lambda i: i["description"] + "".join(
+        f" (replaces: {ref['description']} {cite(ref)})" for ref in i["supersedes"]))  # fmt: skip
+    section("Decisions superseded", changes["decisions_superseded"],
+            lambda i: f"{i['description']} (superseded by: {i['superseded_by']['description']} {cite(i['superseded_by'])})")  # fmt: skip
+    section(
+        "Risks raised", changes["risks_raised"], lambda i: i["description"] + (" (now closed)" if i["status"] == "closed" else "")
+    )
+    section("Risks closed", changes["risks_closed"], lambda i: f'{i["description"]}: "{i["evidence"]}"')
+    section("Tasks assigned", changes["tasks_assigned"], _assigned)
+    section("Tasks done", changes["tasks_done"], lambda i: f'{i["description"]}: "{i["evidence"]}"')
+    section("Tasks cancelled", changes["tasks_cancelled"], lambda i: f'{i["description"]}: "{i["evidence"]}"')
+    section("Tasks handed over", changes["tasks_handed_over"],
+            lambda i: f"{i['description']} -> {i['new_value'] or 'someone else'}: \"{i['evidence']}\"")  # fmt: skip
+    section("Tasks rescheduled", changes["tasks_rescheduled"],
+            lambda i: f"{i['description']} -> due {i['new_value'] or '(no date)'}: \"{i['evidence']}\"")  # fmt: skip
+    return lines
+
+
+def _assigned(item: dict[str, Any]) -> str:
+    owner = f"{item['assignee']}: " if item["assignee"] else ""
+    due = f", due {item['due_date']}" if item["due_date"] else ""
+    return f"{owner}{item['description']}{due} (now {item['status']})"
+
+
+def brief_markdown(brief: dict[str, Any]) -> str:
+    today = brief["today"]
+    lines = [f"# Project brief: {brief['project_id']}", "", f"As of {today}."]
+    lines += ["", "## Current decisions"]
+    lines += [_line(d["description"], d) for d in brief["decisions"]] or ["- none recorded"]
+    lines += ["", "## Open risks"]
+    lines += [_line(r["description"], r) for r in brief["risks"]] or ["- none open"]
+    overdue = brief["overdue_tasks"]
+    lines += ["", "## Open tasks" + (f" ({overdue} overdue)" if overdue else "")]
+    if not brief["tasks_by_owner"]:
+        lines.append("- none open")
+    for group in brief["tasks_by_owner"]:
+        lines += ["", f"### {group['owner'] or 'No owner named'}"]
+        for task in group["tasks"]:
+            due = (
+                f"OVERDUE since {task['due_date']}: "
+                if task["overdue"]
+                else (f"due {task['due_date']}: " if task["due_date"] else "")
+            )
+            lines.append(_line(due + task["description"], task))
+    lines += ["", f"## What changed since {brief['since']}"]
+    changed = brief["changes"]
+    lines += changes_markdown(changed) if not is_empty(changed) else ["- nothing recorded in meetings of this period"]
+    return "\n".join(lines) + "\n"
