@@ -510,3 +510,31 @@ def test_the_model_links_a_later_meeting_to_the_earlier_items_it_changes(db, loc
         ("done", "I sent the three removal quotes on Thursday", "llm", "task", 1),
         ("closed", "I'd call the cabling risk closed", "llm", "risk", 3),
     ]
+
+
+def test_with_a_model_a_change_listed_in_a_notes_section_is_still_found(
+    db, local_embedder, fake, llm_settings, settings, tmp_path
+):
+    """Lines under "## Action items" are items as listed, which the model never reads: their change statements
+    ("- Mark Feld sent the three removal quotes") are found offline, and link like any other."""
+    kickoff = sorted((FIXTURES / "timeline").iterdir())[0]
+    notes = tmp_path / "2026-01-19-office-move-notes.md"
+    notes.write_text(
+        "# Office move notes\n\nThe landlord sent the floor plans.\n\n"
+        "## Action items\n\n- Mark Feld sent the three removal quotes to Ines on Friday.\n"
+    )
+    for path in (kickoff, notes):
+        ingest_file(db, path, local_embedder, project="office", meeting_date=date.fromisoformat(path.name[:10]))
+    for stage in ("segment", "embed"):
+        run_named_stage(db, settings, stage, 10, embedder=local_embedder)
+    run_named_stage(db, settings, "extract", 1, embedder=local_embedder)  # the kickoff, offline
+    fake.chat_responses.append({"decisions": [], "risks": [], "opportunities": [], "tasks": [], "changes": []})
+
+    assert run_named_stage(db, llm_settings, "extract", 10, embedder=local_embedder).processed == 1
+
+    [request] = chat_requests(fake)
+    assert "sent the three removal quotes" not in request["body"]["messages"][1]["content"]  # listed: not the model's
+    linked = db.execute("SELECT change, method, target_kind, evidence FROM knowledge_changes WHERE target_id IS NOT NULL")
+    assert linked.fetchall() == [("done", "rules", "task", "- Mark Feld sent the three removal quotes to Ines on Friday.")]
+    quotes = db.execute("SELECT status FROM tasks WHERE description ILIKE '%%quotes%%'").fetchall()
+    assert quotes == [("done",)]

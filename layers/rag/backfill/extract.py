@@ -57,17 +57,21 @@ class ExtractStage(ModelStage):
             items.extend(stated.items)
             every_unit = segment_units(document, segment)
             units = stated.outside(every_unit)
+            unread = every_unit  # what no model reads: change statements are found in it offline
             if with_llm and units:
                 found = extract_with_llm(document, segment, units, self.settings, earlier)
                 items.extend(found.items)
                 changes.extend(found.changes)
-                continue
-            if units:
+                read = set(units)
+                unread = [unit for unit in every_unit if unit not in read]  # the listed sections' lines
+            elif units:
                 items.extend(extract_by_rules(units, segment.id, document.meeting_date, people))
-            changes.extend(detect_changes(every_unit, segment.id, document.meeting_date, people))
-        # "I'd call the bricking risk closed" mentions a risk to close it, not to raise one.
-        closures = [c for c in changes if c.change == "closed"]
-        items = [owned(item, people) for item in items if not (item.kind == "risk" and _at_any(item, closures))]
+            changes.extend(detect_changes(unread, segment.id, document.meeting_date, people))
+        # "I'd call the bricking risk closed" mentions a risk to close it, not to raise one; "Mark sent the
+        # quotes" under Action items reports a task done, it is no new task.
+        reports = {"risk": [c for c in changes if c.change == "closed"],
+                   "task": [c for c in changes if c.change in ("done", "cancelled")]}  # fmt: skip
+        items = [owned(item, people) for item in items if not _at_any(item, reports.get(item.kind, []))]
         vectors = self.embedder.embed([item.description for item in items]) if items else []
         repository.replace_items(conn, document, items, vectors, self.model_id)
         repository.replace_changes(conn, document, changes)
