@@ -202,13 +202,15 @@ def _passage_of(type_name: str, hit: Hit) -> Passage:
 def search_hits(
     ctx: ToolContext, query: str, types: list[str], project_ids: tuple[str, ...], top_k: int
 ) -> list[tuple[str, Hit]]:
-    """Hybrid search within the narrowed scope (logged like any search), evidence above the similarity floor only."""
+    """Hybrid search within the narrowed scope (logged like any search), the hits that are evidence only (``rag.ask.evidence``)."""
+    from rag.ask.evidence import evidence
+    from rag.search.query_text import search_text
     from rag.search.service import run_search
 
     request = SearchRequest(query=query, types=types, project_ids=list(project_ids), top_k=top_k, mode="hybrid")
     ranked, _ = run_search(ctx.conn, ctx.embedder, ctx.settings, request.search_query(ctx.tenant_id))
-    floor = ctx.settings.ask_min_similarity
-    return [(t, hit) for t, hit in ranked if hit.similarity is None or hit.similarity >= floor]
+    words = search_text(query) or query
+    return evidence(ctx.conn, ctx.tenant_id, project_ids, words, ranked, ctx.settings.ask_min_evidence)
 
 
 def _where(start_turn: int | None, end_turn: int | None, start_char: int, end_char: int) -> str:
