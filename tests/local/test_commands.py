@@ -36,6 +36,8 @@ def test_rag_help_lists_the_commands_in_their_order():
         "serve",
         "openapi",
         "report",
+        "changes",
+        "brief",
         "eval",
         "ask",
         "mcp",

@@ -86,7 +86,8 @@ def _by_owner(tasks: list[dict[str, Any]], today: date) -> list[dict[str, Any]]:
 
 def cite(item: dict[str, Any]) -> str:
     """Where an item was said: ``[source, meeting date, turns a-b (speakers)]``."""
-    source = item.get("source_title") or item.get("source_uri") or item.get("document_id")
+    named = item.get("source") or {"title": item.get("source_title"), "uri": item.get("source_uri")}  # API or library
+    source = named["title"] or named["uri"] or item.get("document_id")
     parts = [str(source)]
     if item.get("meeting_date"):
         parts.append(str(item["meeting_date"]))

@@ -1,0 +1,72 @@
+"""``rag changes`` and ``rag brief`` against the local API server in-process (the real handler on a free port)."""
+
+from __future__ import annotations
+
+import json
+import threading
+
+import pytest
+
+from tests.search.test_changes import office_project
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def local_api(db, local_embedder, monkeypatch):
+    """Tenant acme's office move behind the local API server; key k-acme is acme's, k-globex globex's."""
+    from rag.config import get_settings
+    from rag_local.api_server import make_server
+
+    office_project(db, local_embedder, tenant="acme")
+    monkeypatch.setenv("RAG_API_KEYS", "k-acme=acme,k-globex=globex")
+    get_settings.cache_clear()
+    server = make_server(get_settings(), 0)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    monkeypatch.setenv("RAG_LOCAL_API_PORT", str(server.server_address[1]))
+    get_settings.cache_clear()
+    yield
+    server.shutdown()
+    server.server_close()
+
+
+def test_rag_changes_prints_each_change_cited(local_api, capsys):
+    from rag_local.cli import main
+
+    assert main(["changes", "--project", "office", "--since", "2026-01-26", "--until", "2026-01-26"]) == 0
+    out = capsys.readouterr().out
+    assert "## What changed in office, meetings of 2026-01-26 to 2026-01-26" in out
+    assert "### Decisions made\n- The landlord needs two more weeks" in out
+    assert "(replaces: We decided to move into the Harbor Street office on March 2." in out
+    assert "### Tasks done\n- Mark, can you get three quotes" in out
+    assert ': "I sent the three removal quotes on Thursday, Atlas is the cheapest." ' in out
+    assert "[2026-01-26-office-move-update; 2026-01-26; turn 1 (Mark Feld)]" in out
+    assert "### Tasks handed over\n- I'll draft the seating plan for the new floor by Friday. -> Mark Feld" in out
+
+
+def test_rag_changes_json_and_errors(local_api, capsys):
+    from rag_local.cli import main
+
+    assert main(["changes", "--project", "office", "--since", "2026-02-01", "--json"]) == 0
+    [payload] = [json.loads(line) for line in capsys.readouterr().out.splitlines() if '"decisions_made"' in line]
+    assert (payload["project_id"], payload["since"], payload["until"]) == ("office", "2026-02-01", None)
+    assert [d["meeting_date"] for d in payload["decisions_made"]] == ["2026-02-09"]
+
+    assert main(["changes", "--project", "office", "--since", "2026-01-01", "--api-key", "k-globex"]) == 1
+    assert "HTTP 404" in capsys.readouterr().err
+    assert main(["changes", "--project", "office", "--since", "2026-03-01", "--until", "2026-03-31"]) == 0
+    assert "nothing recorded in the meetings of this period" in capsys.readouterr().out
+    with pytest.raises(SystemExit):  # not a date: argparse's usage error
+        main(["changes", "--project", "office", "--since", "last week"])
+
+
+def test_rag_brief_prints_the_markdown_brief(local_api, capsys):
+    from rag_local.cli import main
+
+    assert main(["brief", "--project", "office", "--days", "366"]) == 0
+    out = capsys.readouterr().out
+    assert "# Project brief: office\n\nAs of " in out
+    assert "## Current decisions\n- We move into the Harbor Street office on March 23" in out
+    assert "### Ines Duarte\n- " in out and "book Atlas for the move" in out
+    assert main(["brief", "--project", "warehouse"]) == 1
+    assert "HTTP 404" in capsys.readouterr().err
