@@ -109,6 +109,8 @@ def test_rag_mcp_serves_the_tools_over_stdio_as_the_keys_tenant(corpus, database
     from mcp import Client
     from mcp.client.stdio import StdioServerParameters
 
+    from rag.ask.tools import TOOLS
+
     env = {**os.environ, "DATABASE_URL": database_url, "RAG_API_KEYS": "k-acme=acme,k-globex=globex", "HF_HUB_OFFLINE": "1"}
     params = StdioServerParameters(command=sys.executable, args=["-m", "rag_local.cli", "mcp", "--api-key", "k-globex"], env=env)
 
@@ -121,7 +123,7 @@ def test_rag_mcp_serves_the_tools_over_stdio_as_the_keys_tenant(corpus, database
 
     tools, projects, found = anyio.run(main)
 
-    assert len(tools.tools) == 6
+    assert [t.name for t in tools.tools] == list(TOOLS)
     assert projects.structured_content == {
         "projects": [{"id": "remote", "document_count": 1, "chunk_count": 1, "meeting_count": 1,
                       "last_activity": projects.structured_content["projects"][0]["last_activity"]}]
