@@ -38,6 +38,7 @@ def test_rag_help_lists_the_commands_in_their_order():
         "report",
         "changes",
         "brief",
+        "tasks",
         "eval",
         "ask",
         "mcp",

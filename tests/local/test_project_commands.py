@@ -1,4 +1,4 @@
-"""``rag changes`` and ``rag brief`` against the local API server in-process (the real handler on a free port)."""
+"""``rag changes``, ``rag brief`` and ``rag tasks`` against the local API server in-process (the real handler on a free port)."""
 
 from __future__ import annotations
 
@@ -70,3 +70,21 @@ def test_rag_brief_prints_the_markdown_brief(local_api, capsys):
     assert "### Ines Duarte\n- " in out and "book Atlas for the move" in out
     assert main(["brief", "--project", "warehouse"]) == 1
     assert "HTTP 404" in capsys.readouterr().err
+
+
+def test_rag_tasks_by_owner_status_and_due_date(local_api, capsys):
+    from rag_local.cli import main
+
+    assert main(["tasks", "--project", "office", "--due-after", "2026-01-17", "--due-before", "2026-02-28"]) == 0
+    assert capsys.readouterr().out.splitlines()[-2:] == [
+        "- [done] Mark Feld, due 2026-01-23: Mark, can you get three quotes from removal companies by January 23? "
+        "[2026-01-12-office-move-kickoff; 2026-01-12; turns 6-7 (Ines Duarte, Mark Feld)]",
+        "- [open] Ines Duarte, due 2026-02-20: Ines Duarte: book Atlas for the move, due February 20. "
+        "[2026-02-09-office-move-notes; 2026-02-09; chars 310-366]",
+    ]
+    assert main(["tasks", "--status", "open", "--assignee", "ines duarte"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1].startswith("- [open] Ines Duarte, due 2026-02-20: ")
+    assert main(["tasks", "--assignee", "Nobody"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == "no tasks"
+    assert main(["tasks", "--due-after", "2026-03-01", "--due-before", "2026-01-01"]) == 1
+    assert "HTTP 422" in capsys.readouterr().err

@@ -52,7 +52,8 @@ WITH docs AS (
         NULL::date AS due_date, NULL::text AS change, NULL::text AS new_value, {_COLUMNS.format(k="k", d="d")},
         coalesce((SELECT jsonb_agg({_REF.format(k="e", d="ed")} ORDER BY ed.meeting_date, e.id)
                     FROM decisions e JOIN documents ed ON ed.id = e.document_id AND ed.tenant_id = e.tenant_id
-                   WHERE e.tenant_id = k.tenant_id AND e.superseded_by = k.id), '[]'::jsonb) AS related
+                   WHERE e.tenant_id = k.tenant_id AND e.project_id = k.project_id AND e.superseded_by = k.id),
+                 '[]'::jsonb) AS related
    FROM decisions k JOIN docs d ON d.id = k.document_id
   WHERE k.tenant_id = %(tenant)s AND k.project_id = %(project)s
   ORDER BY d.meeting_date, k.start_char, k.id LIMIT %(limit)s)
@@ -60,7 +61,7 @@ UNION ALL
 (SELECT 'decisions_superseded', k.id::text, k.description, k.status, k.owner, NULL, NULL, NULL,
         {_COLUMNS.format(k="k", d="kd")}, jsonb_build_array({_REF.format(k="n", d="d")})
    FROM decisions n JOIN docs d ON d.id = n.document_id
-   JOIN decisions k ON k.superseded_by = n.id AND k.tenant_id = n.tenant_id
+   JOIN decisions k ON k.superseded_by = n.id AND k.tenant_id = n.tenant_id AND k.project_id = n.project_id
    JOIN documents kd ON kd.id = k.document_id AND kd.tenant_id = k.tenant_id
   WHERE n.tenant_id = %(tenant)s AND n.project_id = %(project)s
   ORDER BY d.meeting_date, n.start_char, k.id LIMIT %(limit)s)

@@ -1,7 +1,8 @@
-"""``rag changes`` and ``rag brief``: what changed in a project, and where it stands, from the local API.
+"""``rag changes``, ``rag brief`` and ``rag tasks``: what changed in a project, where it stands, its tasks.
 
 ``rag changes --project P --since D [--until D]`` prints GET /v1/projects/P/changes as cited
-Markdown lines; ``rag brief --project P [--days N]`` prints GET /v1/projects/P/brief?format=markdown.
+Markdown lines; ``rag brief --project P [--days N]`` prints GET /v1/projects/P/brief?format=markdown;
+``rag tasks`` prints GET /v1/tasks (by project, status, owner, due date), one cited line each.
 ``--json`` prints the API's JSON instead. Exit status 1 on an HTTP error (an unknown project is 404).
 """
 
@@ -45,6 +46,21 @@ def register(subparsers: Subparsers) -> None:
     brief.add_argument("--api-key", help="API key (default: the first of RAG_API_KEYS)")
     brief.set_defaults(func=brief_command)
 
+    tasks = subparsers.add_parser(
+        "tasks",
+        help="extracted tasks as later meetings left them, soonest due first, by project, status, owner or due date",
+        description="Prints GET /v1/tasks of the local API (rag up): one line per task, cited to its meeting and turns.",
+    )
+    tasks.add_argument("--project", help="one project")
+    tasks.add_argument("--status", choices=["open", "done", "blocked", "cancelled"], help="only tasks in this status")
+    tasks.add_argument("--assignee", help="only this person's tasks")
+    tasks.add_argument("--due-after", type=date.fromisoformat, help="due on or after this day, YYYY-MM-DD")
+    tasks.add_argument("--due-before", type=date.fromisoformat, help="due on or before this day, YYYY-MM-DD")
+    tasks.add_argument("--limit", type=int, default=50, help="1-500 (default 50)")
+    tasks.add_argument("--json", action="store_true", help="print the API's JSON")
+    tasks.add_argument("--api-key", help="API key (default: the first of RAG_API_KEYS)")
+    tasks.set_defaults(func=tasks_command)
+
 
 def changes_command(args: argparse.Namespace, settings: Settings) -> int:
     from rag.search.brief import changes_markdown
@@ -71,6 +87,27 @@ def brief_command(args: argparse.Namespace, settings: Settings) -> int:
     if body is None:
         return 1
     print(body, end="" if body.endswith("\n") else "\n")
+    return 0
+
+
+def tasks_command(args: argparse.Namespace, settings: Settings) -> int:
+    from rag.search.brief import cite
+
+    query = {"project_id": args.project, "status": args.status, "assignee": args.assignee, "limit": args.limit,
+             "due_after": args.due_after, "due_before": args.due_before}  # fmt: skip
+    body = _get(settings, f"/v1/tasks?{urlencode({k: str(v) for k, v in query.items() if v is not None})}", args.api_key)
+    if body is None:
+        return 1
+    if args.json:
+        print(body)
+        return 0
+    found = json.loads(body)["tasks"]
+    for task in found:
+        owner = task["assignee"] or "no owner named"
+        due = f"due {task['due_date']}" if task["due_date"] else "no due date"
+        print(f"- [{task['status']}] {owner}, {due}: {' '.join(task['description'].split())} {cite(task)}")
+    if not found:
+        print("no tasks")
     return 0
 
 
