@@ -246,3 +246,12 @@ def test_scores_above_one_are_capped(client) -> None:
 
     assert [replace(h, score=0) for _, h in ranked] == [replace(FUSED[0][1], score=0)]
     assert ranked[0][1].score == 1.0
+
+
+def test_a_botocore_without_rerank_keeps_the_fused_order_and_says_why(caplog) -> None:
+    # An older runtime's boto3 has bedrock-agent-runtime but not its Rerank operation.
+    ranked = rerank(BedrockReranker(settings(), client=object()), QUESTION, FUSED, top_k=3)
+
+    assert ranked == FUSED
+    assert take_fallbacks() == 1
+    assert any("has no bedrock-agent-runtime Rerank" in r.getMessage() for r in caplog.records)
