@@ -357,15 +357,18 @@ def _one_project(ctx: ToolContext, project_id: str | None) -> str:
 _ITEM_TYPES = {"decisions": "decision", "risks": "risk", "tasks": "task"}
 
 
+def item_passage(item: dict[str, Any], type_name: str) -> Passage:
+    """The citable span of an extracted item (or a later meeting's statement) of ``rag.search.changes`` / ``brief``."""
+    return Passage(
+        type=type_name, document_id=item["document_id"], source_uri=item["source_uri"], title=item["source_title"],
+        start_char=item["start_char"], end_char=item["end_char"], start_turn=item["start_turn"],
+        end_turn=item["end_turn"], speakers=tuple(item["speakers"] or ()), meeting_date=_day(item["meeting_date"]),
+    )  # fmt: skip
+
+
 def _cited(ctx: ToolContext, item: dict[str, Any], type_name: str) -> dict[str, Any]:
     """An extracted item (or a later meeting's statement) as the model reads it, numbered in the request's citations."""
-    n = ctx.citations.add(
-        Passage(
-            type=type_name, document_id=item["document_id"], source_uri=item["source_uri"], title=item["source_title"],
-            start_char=item["start_char"], end_char=item["end_char"], start_turn=item["start_turn"],
-            end_turn=item["end_turn"], speakers=tuple(item["speakers"] or ()), meeting_date=_day(item["meeting_date"]),
-        )
-    )  # fmt: skip
+    n = ctx.citations.add(item_passage(item, type_name))
     shown: dict[str, Any] = {"cite_as": f"[{n}]", "quoted_description": ctx.redact(item["description"])}
     if item.get("evidence") and item["evidence"] != item["description"]:
         shown["quoted_evidence"] = ctx.redact(item["evidence"])
