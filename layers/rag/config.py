@@ -182,7 +182,7 @@ class Settings(BaseSettings):
     )
     ask_min_evidence: float = Field(
         default=0.68,
-        ge=0,
+        ge=-1,
         le=2,
         description="a passage is evidence for an answer when its cosine similarity to the question plus the IDF-weighted"
         " share of the question's terms it holds reaches this (rag.ask.evidence; calibrated with `rag eval --asking`)",

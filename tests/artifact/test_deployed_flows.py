@@ -49,9 +49,9 @@ FIRST_BATCH = {
 GLOBEX_MEETING = "tenants/globex/projects/finance/2026-11-12-budget-review.txt"
 UNREADABLE = "tenants/acme/projects/remote/whiteboard-photo.txt"
 DELETED = "projects/remote/obsolete-notes.txt"
-# The fakes' vectors are random (a hash of the text): no passage reaches /v1/ask's and MCP's similarity floor, so
+# The fakes' vectors are random (a hash of the text): few passages reach /v1/ask's and MCP's evidence floor, so
 # the query function runs with none (everything else as deployed).
-ANY_SIMILARITY = {"RAG_ASK_MIN_SIMILARITY": "-1"}
+ANY_SIMILARITY = {"RAG_ASK_MIN_EVIDENCE": "-1"}
 PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x01\x00\x00\x00\x01\x00\x08\x02\x00\x00\x00"
 
 
