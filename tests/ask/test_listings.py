@@ -80,7 +80,8 @@ def test_what_changed_since_a_date(office):
 @pytest.mark.parametrize(
     "question",
     ["What did we decide about the move date?", "Who books the movers?", "Which tasks are open?", "What changed?",
-     "Which tasks are due in Smarch?", "What changed since forever?"],
+     "Which tasks are due in Smarch?", "What changed since forever?",
+     "When is the seating plan due in January?", "Has the move date changed since the first meeting?"],
 )  # fmt: skip
 def test_other_questions_are_left_to_the_search(office, question):
     assert answer(office, question)[0] is None
@@ -89,3 +90,16 @@ def test_other_questions_are_left_to_the_search(office, question):
 def test_another_tenant_gets_no_listing(office):
     assert answer(office, "Which tasks are due in February?", projects=(), tenant="globex")[0] is None
     assert answer(office, "What changed since the first meeting?", projects=(), tenant="globex")[0] is None
+
+
+def test_ask_without_a_model_answers_with_the_listing(office):
+    from tests.api.conftest import call
+
+    status, body = call("POST", "/v1/ask", {"question": "Which tasks are due in February?", "project_ids": ["office"]})
+    assert status == 200 and body["mode"] == "extractive"
+    assert body["answer"].startswith("Tasks due in February, as the later meetings left them:\n- Ines Duarte, due 2026-02-20")
+    [citation] = body["citations"]
+    assert (citation["n"], citation["type"], citation["meeting_date"]) == (1, "task", "2026-02-09")
+    status, body = call("POST", "/v1/ask", {"question": "What changed since the first meeting?", "project_ids": ["office"]})
+    assert status == 200 and "this replaced the decision of 2026-01-12" in body["answer"]
+    assert {c["meeting_date"] for c in body["citations"]} == {"2026-01-12", "2026-01-26", "2026-02-09"}

@@ -35,6 +35,10 @@ _MONTH_DAY = rf"(?P<month>{_MONTH})\.?(?:\s+(?P<day>\d{{1,2}})(?:st|nd|rd|th)?)?
 _DAY_MONTH = rf"(?P<day2>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?(?P<month2>{_MONTH})(?:,?\s+(?P<year2>\d{{4}}))?"
 _WHEN = rf"(?:{_ISO}|{_DAY_MONTH}|{_MONTH_DAY})\b"
 
+# A question asking for a list ("which tasks...", "what changed..."), not about one thing ("when is the report due...").
+_ASKS_FOR_A_LIST = re.compile(
+    r"^\W*(?:which|what|list|show|tell me|are there|is there|anything|any|give me|summari[sz]e)\b", re.IGNORECASE
+)
 _TASKS = re.compile(r"\b(?:tasks?|action items?|to-?dos?|deliverables?|due|deadlines?)\b", re.IGNORECASE)
 _DUE = re.compile(rf"\b(?:due|deadlines?)\b[^?.]*?\b(?P<how>in|during|by|before|on|after|until)\s+{_WHEN}", re.IGNORECASE)
 _CHANGED = re.compile(r"\b(?:changed?|changes|new|happened|updates?|moved on|progress)\b", re.IGNORECASE)
@@ -47,6 +51,8 @@ _WORD_NUMBERS = {"two": 2, "three": 3, "four": 4}
 
 def listing_answer(ctx: ToolContext, question: str, today: date) -> tuple[str, int] | None:
     """A cited listing answering ``question`` (text, items) if it asks for tasks due in a period or what changed since."""
+    if not _ASKS_FOR_A_LIST.search(question):
+        return None
     projects = _projects(ctx)
     if not projects:
         return None
