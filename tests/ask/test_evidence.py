@@ -84,3 +84,18 @@ def test_a_quoted_figure_is_never_cut_at_its_decimal_point(platform):
     assert status == 200, body
     assert '"On billing, the new invoice service passed the load test last night, about 0.3 percent of requests were slower' \
         ' than a second." [' in body["answer"]  # fmt: skip
+
+
+def test_a_word_no_passage_holds_weighs_most_and_decision_words_not_at_all(platform):
+    from rag.ask.evidence import term_coverage, term_weights
+    from rag.config import get_settings
+    from rag.store.connection import connect
+
+    with connect(get_settings().database_url) as conn:
+        weights = term_weights(conn, "initech", ["platform"], "decided cutover snowmobile")
+        covered = term_coverage(conn, weights, ["Then we decided: cutover stays on Thursday.", "Nothing relevant here."])
+
+    assert set(weights) == {"cutov", "snowmobil"}  # "decided" says what kind of statement, not its subject
+    assert weights["snowmobil"] > weights["cutov"] > 0
+    assert covered[0] == pytest.approx(weights["cutov"] / (weights["cutov"] + weights["snowmobil"]))
+    assert covered[1] == 0.0
