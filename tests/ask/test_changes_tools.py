@@ -98,3 +98,14 @@ def test_open_tasks_due_in_a_month(office):
     result = TOOLS["open_tasks"].call(ctx, {"project_id": "office", "due_after": "2026-02-01", "due_before": "2026-02-28"})
     assert [(t["assignee"], t["due_date"]) for t in result.data["tasks"]] == [("Ines Duarte", date(2026, 2, 20))]
     assert TOOLS["open_tasks"].call(ctx, {"due_after": "2026-03-01"}).data == {"tasks": []}
+
+
+def test_open_tasks_by_status(office):
+    ctx = context(office)
+    done = TOOLS["open_tasks"].call(ctx, {"project_id": "office", "status": "done"}).data["tasks"]
+    assert [(t["status"], t["due_date"]) for t in done] == [
+        ("done", date(2026, 1, 16)), ("done", date(2026, 1, 16)), ("done", date(2026, 1, 23))
+    ]  # fmt: skip
+    every = TOOLS["open_tasks"].call(ctx, {"project_id": "office", "status": "any"}).data["tasks"]
+    assert [t["status"] for t in every] == ["done", "done", "done", "open"]
+    assert TOOLS["open_tasks"].call(ctx, {"status": "finished"}).data["error"].startswith("invalid arguments: status")

@@ -121,6 +121,9 @@ class TasksArgs(MeetingsArgs):
     assignee: str | None = Field(default=None, max_length=200, description="only this person's tasks (their name)")
     due_after: date | None = Field(default=None, description="only tasks due on or after this day (YYYY-MM-DD)")
     due_before: date | None = Field(default=None, description="only tasks due on or before this day (YYYY-MM-DD)")
+    status: Literal["open", "done", "cancelled", "blocked", "any"] = Field(
+        default="open", description="the tasks' status after every meeting (default open; any: every task)"
+    )
 
 
 class ChangesArgs(ToolArgs):
@@ -286,20 +289,16 @@ def run_open_tasks(ctx: ToolContext, args: TasksArgs) -> ToolResult:
     projects = ctx.narrow([args.project_id] if args.project_id else [])
     rows = []
     for project in projects or (None,):
-        rows += list_tasks(ctx.conn, ctx.tenant_id, project_id=project, status="open", assignee=args.assignee, limit=args.limit,
-                           due_after=args.due_after, due_before=args.due_before)  # fmt: skip
+        rows += list_tasks(ctx.conn, ctx.tenant_id, project_id=project, status=None if args.status == "any" else args.status,
+                           assignee=args.assignee, limit=args.limit, due_after=args.due_after, due_before=args.due_before)  # fmt: skip
+    rows.sort(key=lambda r: (r["due_date"] is None, r["due_date"] or date.min))  # several projects: soonest due first
     tasks = []
     for r in rows[: args.limit]:
-        n = ctx.citations.add(
-            Passage(
-                type="task", document_id=r["document_id"], source_uri=r["source_uri"], title=r["source_title"],
-                start_char=r["start_char"], end_char=r["end_char"], start_turn=r["start_turn"], end_turn=r["end_turn"],
-                speakers=tuple(r["speakers"] or ()), meeting_date=r["meeting_date"],
-            )
-        )  # fmt: skip
+        n = ctx.citations.add(item_passage(r, "task"))
         tasks.append(
             {"cite_as": f"[{n}]", "quoted_description": ctx.redact(r["description"]), "assignee": r["assignee"],
-             "due_date": r["due_date"], "project_id": r["project_id"], "meeting_date": r["meeting_date"]}
+             "due_date": r["due_date"], "status": r["status"], "project_id": r["project_id"],
+             "meeting_date": r["meeting_date"]}
         )  # fmt: skip
     return ToolResult({"tasks": tasks}, len(tasks))
 
@@ -472,9 +471,9 @@ TOOLS: dict[str, Tool] = {
         ),  # fmt: skip
         Tool(
             "open_tasks",
-            "List the tasks still open after every meeting (assignee, due date: as later meetings left them), "
-            "soonest due first, optionally one person's or those due in a date range; each is citable by its cite_as "
-            "number.",
+            "List the tasks still open after every meeting (assignee, due date, status: as later meetings left them), "
+            "soonest due first, optionally one person's, those due in a date range, or those done, cancelled or blocked "
+            "(status); each is citable by its cite_as number.",
             TasksArgs,
             run_open_tasks,
         ),  # fmt: skip
