@@ -88,3 +88,26 @@ def test_rag_tasks_by_owner_status_and_due_date(local_api, capsys):
     assert capsys.readouterr().out.splitlines()[-1] == "no tasks"
     assert main(["tasks", "--due-after", "2026-03-01", "--due-before", "2026-01-01"]) == 1
     assert "HTTP 422" in capsys.readouterr().err
+
+
+def test_the_tools_over_mcp_as_the_keys_tenant(local_api):
+    from rag.config import get_settings
+    from tests.ask.test_mcp import mcp_session
+
+    url = f"http://127.0.0.1:{get_settings().local_api_port}"
+
+    async def work(client):
+        since = await client.call_tool("changes_since", {"project_id": "office", "since": "2026-02-01"})
+        brief = await client.call_tool("project_brief", {"project_id": "office", "days": 366})
+        return since, brief
+
+    since, brief = mcp_session(url, "k-acme", work)
+    assert since.is_error is False and brief.is_error is False
+    [decided] = since.structured_content["decisions_made"]
+    [replaced] = decided["supersedes"]
+    assert "March 23" in decided["quoted_description"] and "March 16" in replaced["quoted_description"]
+    assert decided["cite_as"] != replaced["cite_as"]  # each cited on its own
+    assert [d["status"] for d in brief.structured_content["current_decisions"]] == ["current", "current"]
+
+    other, _ = mcp_session(url, "k-globex", work)
+    assert other.is_error is True and other.structured_content == {"error": "project office not found"}
