@@ -37,11 +37,15 @@ def test_rag_changes_prints_each_change_cited(local_api, capsys):
     out = capsys.readouterr().out
     assert "## What changed in office, meetings of 2026-01-26 to 2026-01-26" in out
     assert "### Decisions made\n- The landlord needs two more weeks" in out
-    assert "(replaces: We decided to move into the Harbor Street office on March 2." in out
-    assert "### Tasks done\n- Mark, can you get three quotes" in out
-    assert ': "I sent the three removal quotes on Thursday, Atlas is the cheapest." ' in out
-    assert "[2026-01-26-office-move-update; 2026-01-26; turn 1 (Mark Feld)]" in out
-    assert "### Tasks handed over\n- I'll draft the seating plan for the new floor by Friday. -> Mark Feld" in out
+    assert "  - replaces: We decided to move into the Harbor Street office on March 2. [" in out
+    assert (
+        '### Tasks done\n- "I sent the three removal quotes on Thursday, Atlas is the cheapest." '
+        "[2026-01-26-office-move-update; 2026-01-26; turn 1 (Mark Feld)]\n"
+        "  - the task: Mark, can you get three quotes from removal companies by January 23? "
+        "[2026-01-12-office-move-kickoff; 2026-01-12; turns 6-7 (Ines Duarte, Mark Feld)]"
+    ) in out
+    assert '### Tasks handed over\n- to Mark Feld: "Mark, could you take over the seating plan from me?" [' in out
+    assert '### Risks closed\n- "Also, the landlord finished the network cabling last week' in out
 
 
 def test_rag_changes_json_and_errors(local_api, capsys):

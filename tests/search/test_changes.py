@@ -200,7 +200,19 @@ def test_the_markdown_brief_cites_every_line(office):
     assert "## Open risks\n- none open" in text
     assert "## Open tasks (1 overdue)\n\n### Ines Duarte\n- OVERDUE since 2026-02-20: Ines Duarte: book Atlas" in text
     assert "## What changed since 2026-01-30\n\n### Decisions made\n" in text
-    assert "(replaces: The landlord needs two more weeks" in text
-    assert "[2026-01-26-office-move-update; 2026-01-26; turn 2 (Ines Duarte)]" in text
-    bullets = [line for line in text.splitlines() if line.startswith("- ") and "none" not in line]
-    assert bullets and all(line.endswith("]") for line in bullets)
+    assert (
+        "- We move into the Harbor Street office on March 23, one week later than planned, because of the kitchen works. "
+        "[2026-02-09-office-move-notes; 2026-02-09; chars 180-291]\n"
+        "  - replaces: The landlord needs two more weeks for the floor, so we decided to move into the Harbor Street "
+        "office on March 16 instead. [2026-01-26-office-move-update; 2026-01-26; turn 2 (Ines Duarte)]\n"
+    ) in text
+    assert "### Decisions superseded" not in text  # the same pairs, shown under the decisions that replaced them
+    assert (
+        '### Tasks done\n- "The seating plan is finished and shared with the teams." '
+        "[2026-02-09-office-move-notes; 2026-02-09; chars 52-109]\n"
+        "  - the task: I'll draft the seating plan for the new floor by Friday. "
+        "[2026-01-12-office-move-kickoff; 2026-01-12; turn 8 (Ines Duarte)]"
+    ) in text
+    assert "- Ines Duarte: book Atlas for the move, due February 20. (owner Ines Duarte, due 2026-02-20; now open)" in text
+    bullets = [line for line in text.splitlines() if line.lstrip().startswith("- ") and "none" not in line]
+    assert len(bullets) == 8 and all(line.endswith("]") for line in bullets)

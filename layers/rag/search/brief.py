@@ -8,6 +8,7 @@ brief as Markdown, each line ending with its citation.
 
 from __future__ import annotations
 
+import re
 from datetime import date, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -100,40 +101,59 @@ def cite(item: dict[str, Any]) -> str:
     return f"[{'; '.join(parts)}{f' ({speakers})' if speakers else ''}]"
 
 
-def _line(text: str, item: dict[str, Any]) -> str:
-    return f"- {' '.join(text.split())} {cite(item)}"
+def one_line(text: str) -> str:
+    """``text`` on one line, without the bullet a notes line starts with."""
+    return re.sub(r"^[-*]\s+", "", " ".join(text.split()))
+
+
+def _line(text: str, item: dict[str, Any], indent: str = "") -> str:
+    return f"{indent}- {one_line(text)} {cite(item)}"
+
+
+# What a later meeting's statement says, before its quote: (section title, prefix of the line).
+_STATEMENTS = (
+    ("risks_closed", "Risks closed", "the risk"), ("tasks_done", "Tasks done", "the task"),
+    ("tasks_cancelled", "Tasks cancelled", "the task"), ("tasks_handed_over", "Tasks handed over", "the task"),
+    ("tasks_rescheduled", "Tasks rescheduled", "the task"),
+)  # fmt: skip
 
 
 def changes_markdown(changes: dict[str, list[dict[str, Any]]]) -> list[str]:
-    """The lines of a ``changes_between`` answer, one section per non-empty category."""
+    """The lines of a ``changes_between`` answer, one section per non-empty category; each line ends with its citation.
+
+    A decision made lists the decisions it replaced below it (so "decisions superseded", which holds the same pairs
+    seen from the other side, is not repeated); a later meeting's statement is quoted, the item it changed below it.
+    """
     lines: list[str] = []
-
-    def section(title: str, items: list[dict[str, Any]], text: Any) -> None:
-        if items:
-            lines.extend(["", f"### {title}", *(_line(text(item), item) for item in items)])
-
-    section("Decisions made", changes["decisions_made"], lambda i: i["description"] + "".join(
-        f" (replaces: {ref['description']} {cite(ref)})" for ref in i["supersedes"]))  # fmt: skip
-    section("Decisions superseded", changes["decisions_superseded"],
-            lambda i: f"{i['description']} (superseded by: {i['superseded_by']['description']} {cite(i['superseded_by'])})")  # fmt: skip
-    section(
-        "Risks raised", changes["risks_raised"], lambda i: i["description"] + (" (now closed)" if i["status"] == "closed" else "")
-    )
-    section("Risks closed", changes["risks_closed"], lambda i: f'{i["description"]}: "{i["evidence"]}"')
-    section("Tasks assigned", changes["tasks_assigned"], _assigned)
-    section("Tasks done", changes["tasks_done"], lambda i: f'{i["description"]}: "{i["evidence"]}"')
-    section("Tasks cancelled", changes["tasks_cancelled"], lambda i: f'{i["description"]}: "{i["evidence"]}"')
-    section("Tasks handed over", changes["tasks_handed_over"],
-            lambda i: f"{i['description']} -> {i['new_value'] or 'someone else'}: \"{i['evidence']}\"")  # fmt: skip
-    section("Tasks rescheduled", changes["tasks_rescheduled"],
-            lambda i: f"{i['description']} -> due {i['new_value'] or '(no date)'}: \"{i['evidence']}\"")  # fmt: skip
+    if changes["decisions_made"]:
+        lines += ["", "### Decisions made"]
+        for item in changes["decisions_made"]:
+            later = " (since superseded)" if item["status"] == "superseded" else ""
+            lines.append(_line(item["description"] + later, item))
+            lines += [_line(f"replaces: {ref['description']}", ref, "  ") for ref in item["supersedes"]]
+    if changes["risks_raised"]:
+        lines += ["", "### Risks raised"]
+        lines += [
+            _line(i["description"] + (" (since closed)" if i["status"] == "closed" else ""), i) for i in changes["risks_raised"]
+        ]
+    if changes["tasks_assigned"]:
+        lines += ["", "### Tasks assigned"]
+        lines += [_line(_assigned(item), item) for item in changes["tasks_assigned"]]
+    for category, title, what in _STATEMENTS:
+        if changes[category]:
+            lines += ["", f"### {title}"]
+        for item in changes[category]:
+            to = f"to {item['new_value']}: " if item.get("new_value") else ""
+            lines.append(_line(f'{to}"{one_line(item["evidence"])}"', item))
+            if item.get("target"):
+                lines.append(_line(f"{what}: {item['target']['description']}", item["target"], "  "))
     return lines
 
 
 def _assigned(item: dict[str, Any]) -> str:
-    owner = f"{item['assignee']}: " if item["assignee"] else ""
-    due = f", due {item['due_date']}" if item["due_date"] else ""
-    return f"{owner}{item['description']}{due} (now {item['status']})"
+    facts = [f"owner {item['assignee']}" if item["assignee"] else "no owner named"]
+    facts += [f"due {item['due_date']}"] if item["due_date"] else []
+    return f"{item['description']} ({', '.join(facts)}; now {item['status']})"
 
 
 def brief_markdown(brief: dict[str, Any]) -> str:
