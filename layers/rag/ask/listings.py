@@ -15,6 +15,7 @@ from datetime import date, timedelta
 from typing import Any
 
 from rag.ask.tools import ToolContext, item_passage
+from rag.search.brief import one_line
 
 MAX_PROJECTS = 5  # a question over more projects than this is left to the search
 MAX_LINES = 15
@@ -110,7 +111,7 @@ def _tasks_due(ctx: ToolContext, projects: tuple[str, ...], due: re.Match[str]) 
         n = ctx.citations.add(item_passage(row, "task"))
         owner = row["assignee"] or "no owner named"
         lines.append(
-            f'- {owner}, due {row["due_date"]} ({_task_status(row)}): "{ctx.redact(_one_line(row["description"]))}" [{n}]'
+            f'- {owner}, due {row["due_date"]} ({_task_status(row)}): "{ctx.redact(one_line(row["description"]))}" [{n}]'
         )
     more = f"\n({len(rows) - MAX_LINES} more not listed)" if len(rows) > MAX_LINES else ""
     return f"Tasks due {period}, as the later meetings left them:\n" + "\n".join(lines) + more, len(rows)
@@ -180,11 +181,11 @@ def _change_lines(ctx: ToolContext, changes: dict[str, list[dict[str, Any]]]) ->
 
     def said(item: dict[str, Any], text: str | None = None) -> str:
         who = ", ".join(item["speakers"] or ())
-        return f'{item["meeting_date"]}{f" ({who})" if who else ""}: "{ctx.redact(_one_line(text or item["description"]))}"'
+        return f'{item["meeting_date"]}{f" ({who})" if who else ""}: "{ctx.redact(one_line(text or item["description"]))}"'
 
     for item in changes["decisions_made"]:
         replaced = "".join(
-            f'; this replaced the decision of {ref["meeting_date"]}: "{ctx.redact(_one_line(ref["description"]))}" '
+            f'; this replaced the decision of {ref["meeting_date"]}: "{ctx.redact(one_line(ref["description"]))}" '
             f"{cite(ref, 'decision')}"
             for ref in item["supersedes"]
         )
@@ -197,7 +198,7 @@ def _change_lines(ctx: ToolContext, changes: dict[str, list[dict[str, Any]]]) ->
         for item in changes[category]:
             target = item.get("target")
             what = (
-                f'; the {kind} of {target["meeting_date"]}: "{ctx.redact(_one_line(target["description"]))}" {cite(target, kind)}'
+                f'; the {kind} of {target["meeting_date"]}: "{ctx.redact(one_line(target["description"]))}" {cite(target, kind)}'
                 if target
                 else ""
             )
@@ -241,7 +242,3 @@ def _month_end(year: int, month: int) -> date:
 
 def _month_name(month: int) -> str:
     return next(name for name, number in MONTHS.items() if number == month).capitalize()
-
-
-def _one_line(text: str) -> str:
-    return re.sub(r"^[-*]\s+", "", " ".join(text.split()))  # a notes line keeps its words, not its bullet
