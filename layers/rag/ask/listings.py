@@ -54,14 +54,14 @@ def listing_answer(ctx: ToolContext, question: str, today: date) -> tuple[str, i
     """A cited listing answering ``question`` (text, items) if it asks for tasks due in a period or what changed since."""
     if not _ASKS_FOR_A_LIST.search(question):
         return None
+    due = _DUE.search(question) if _TASKS.search(question) else None
+    changed = due is None and _CHANGED.search(question) and (_SINCE.search(question) or _LAST.search(question))
+    if not (due or changed):
+        return None  # (decided before any statement: most questions cost nothing here)
     projects = _projects(ctx)
     if not projects:
         return None
-    if _TASKS.search(question) and (due := _DUE.search(question)):
-        return _tasks_due(ctx, projects, due)
-    if _CHANGED.search(question) and (_SINCE.search(question) or _LAST.search(question)):
-        return _changes(ctx, projects, question, today)
-    return None
+    return _tasks_due(ctx, projects, due) if due else _changes(ctx, projects, question, today)
 
 
 def _projects(ctx: ToolContext) -> tuple[str, ...]:
