@@ -15,6 +15,11 @@ from typing import Any, Literal, get_args, get_type_hints
 
 EmbeddingProvider = Literal["bedrock", "openai"]
 LlmProvider = Literal["none", "openai", "bedrock"]  # bedrock: /v1/ask only (the backfill stays offline)
+# The query function's second judge of search results: the OpenAI chat model, or Bedrock's Rerank API.
+Reranker = Literal["none", "llm", "bedrock"]
+# Bedrock's rerank models (rag.config.BedrockRerankModel): Cohere Rerank 3.5 is offered in every region that offers
+# Rerank (us-west-2, us-east-1, ca-central-1, eu-central-1, ap-northeast-1), Amazon Rerank 1.0 in all but us-east-1.
+BedrockRerankModel = Literal["cohere.rerank-v3-5:0", "amazon.rerank-v1:0"]
 
 # Titan Text Embeddings V2 offers these output sizes; OpenAI's text-embedding-3 models can shorten to any size.
 TITAN_V2_DIMENSIONS = (256, 512, 1024)
@@ -78,6 +83,8 @@ class StageConfig:
     # /v1/ask's model with llm_provider bedrock: a model id, or a cross-Region inference profile id (us.anthropic...)
     bedrock_chat_model: str = "anthropic.claude-3-5-haiku-20241022-v1:0"
     openai_api_key_secret_name: str | None = None  # Secrets Manager name, needed when OpenAI is used
+    reranker: Reranker = "none"  # llm needs llm_provider openai; bedrock: the query function calls Rerank
+    bedrock_rerank_model: BedrockRerankModel = "cohere.rerank-v3-5:0"  # in the stack's region
 
     # --- database ---------------------------------------------------------------------
     db_instance_class: str = "t4g.micro"
@@ -143,6 +150,14 @@ class StageConfig:
     def __post_init__(self) -> None:
         if self.embedding_provider == "bedrock" and self.embedding_dimension not in TITAN_V2_DIMENSIONS:
             raise ValueError(f"Titan V2 embeddings have {TITAN_V2_DIMENSIONS} dimensions, not {self.embedding_dimension}")
+        if self.reranker not in get_args(Reranker):
+            raise ValueError(f"reranker must be one of {get_args(Reranker)}, not {self.reranker!r}")
+        if self.reranker == "llm" and self.llm_provider != "openai":
+            raise ValueError("reranker llm grades with the OpenAI-compatible chat model: it needs llm_provider openai")
+        if self.bedrock_rerank_model not in get_args(BedrockRerankModel):
+            raise ValueError(
+                f"bedrock_rerank_model must be one of {get_args(BedrockRerankModel)}, not {self.bedrock_rerank_model!r}"
+            )
         if self.uses_openai and not self.openai_api_key_secret_name:
             raise ValueError(f"stage {self.name}: OpenAI needs openai_api_key_secret_name (a Secrets Manager name)")
         if not 1 <= self.ask_timeout_seconds <= self.query_timeout_seconds - 3 or self.query_timeout_seconds > 29:
@@ -251,6 +266,10 @@ class StageConfig:
     @property
     def uses_bedrock(self) -> bool:
         return self.embedding_provider == "bedrock" or self.llm_provider == "bedrock"
+
+    @property
+    def uses_bedrock_rerank(self) -> bool:
+        return self.reranker == "bedrock"
 
     @property
     def needs_internet_egress(self) -> bool:

@@ -83,3 +83,25 @@ def openai_secret_arn(scope: Construct, config: StageConfig) -> str:
     return (
         f"arn:{stack.partition}:secretsmanager:{stack.region}:{stack.account}:secret:{config.openai_api_key_secret_name}-??????"
     )
+
+
+def grant_bedrock_rerank(scope: Construct, grantee: iam.IGrantable, config: StageConfig) -> None:
+    """Bedrock's Rerank API with the configured rerank model of this region, when the reranker is Bedrock's.
+
+    Rerank is authorized twice: ``bedrock:Rerank``, an action without resource types (it is granted on ``*`` or not
+    at all), and ``bedrock:InvokeModel`` on the rerank model, which is what limits the grant to that one model.
+    """
+    if not config.uses_bedrock_rerank:
+        return
+    stack = Stack.of(scope)
+    model = f"arn:{stack.partition}:bedrock:{stack.region}::foundation-model/{config.bedrock_rerank_model}"
+    grantee.grant_principal.add_to_principal_policy(iam.PolicyStatement(actions=["bedrock:Rerank"], resources=["*"]))
+    grantee.grant_principal.add_to_principal_policy(iam.PolicyStatement(actions=["bedrock:InvokeModel"], resources=[model]))
+    if isinstance(grantee.grant_principal, Construct):
+        acknowledge(
+            grantee.grant_principal,
+            "AwsSolutions-IAM5[Resource::*]",
+            "Lambda's VPC network interface actions, X-Ray's PutTraceSegments/PutTelemetryRecords and bedrock:Rerank "
+            "support no resource-level scoping (Rerank's model is limited by bedrock:InvokeModel on that model's ARN); "
+            "every other statement of this role names its resources",
+        )

@@ -12,6 +12,7 @@ from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from rag.api.routes import handle
+from rag.search.rerank import take_fallbacks
 from rag.tracing import lambda_tracer
 
 logger = Logger(service="query")
@@ -27,6 +28,8 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     metrics.add_metric(name="Requests", unit="Count", value=1)
     if response.get("statusCode", 500) >= 500:
         metrics.add_metric(name="ServerErrors", unit="Count", value=1)
+    if fallbacks := take_fallbacks():  # searches whose reranker failed and kept the fused order
+        metrics.add_metric(name="RerankFallbacks", unit="Count", value=fallbacks)
     if event.get("rawPath") == "/v1/ask" and response.get("statusCode") == 200:
         import json
 

@@ -19,12 +19,14 @@ from infra.defaults import DATABASE_SUBNETS, FUNCTION_SUBNETS, VPC_CIDR, log_gro
 
 # Interface endpoints for what is called from inside the VPC (S3 is a free gateway endpoint), about $7.30 a month
 # per AZ each. SQS: the ingest function's ChangeMessageVisibility and SendMessage (rag.queue_retry). Secrets Manager:
-# the proxy, the rotations, the migrator, the OpenAI key. Bedrock: embeddings, where configured. Not CloudWatch Logs
+# the proxy, the rotations, the migrator, the OpenAI key. Bedrock: embeddings and the chat model, where configured;
+# Bedrock Agent Runtime: the query function's Rerank calls, with the Bedrock reranker. Not CloudWatch Logs
 # (Lambda ships logs from outside the VPC) and not Step Functions (nothing in the VPC calls it).
 INTERFACE_ENDPOINTS: dict[str, ec2.InterfaceVpcEndpointAwsService] = {
     "Sqs": ec2.InterfaceVpcEndpointAwsService.SQS,
     "SecretsManager": ec2.InterfaceVpcEndpointAwsService.SECRETS_MANAGER,
     "BedrockRuntime": ec2.InterfaceVpcEndpointAwsService.BEDROCK_RUNTIME,
+    "BedrockAgentRuntime": ec2.InterfaceVpcEndpointAwsService.BEDROCK_AGENT_RUNTIME,
 }
 
 
@@ -76,6 +78,8 @@ class Network(Construct):
         endpoints = dict(INTERFACE_ENDPOINTS)
         if not config.uses_bedrock:
             del endpoints["BedrockRuntime"]  # about $15 a month (two AZs) for a service this stage never calls
+        if not config.uses_bedrock_rerank:
+            del endpoints["BedrockAgentRuntime"]  # Rerank is its only caller
         # The lookup (an EC2 DescribeVpcEndpointServices by the CDK CLI, kept in cdk.context.json) needs the
         # account and region; offline it is recorded as missing context and the CLI performs it before deploying.
         stack = cdk.Stack.of(self)

@@ -19,6 +19,7 @@ from constructs import Construct
 
 from infra.config import StageConfig
 from infra.defaults import function_code, log_group
+from infra.permissions import grant_bedrock_rerank
 from infra.resources import AppResources
 
 ROUTE_PATH = "/v1/{proxy+}"  # every route of rag.api lives under /v1 (/v1/ask and /v1/tools included) ...
@@ -71,10 +72,13 @@ class QueryApi(Construct):
                 "RAG_TENANT_CLAIM": config.tenant_claim,
                 "RAG_IAM_TENANTS": json.dumps(dict(config.iam_tenants)),
                 "RAG_ASK_TIMEOUT_SECONDS": str(config.ask_timeout_seconds),
+                "RAG_RERANKER": config.reranker,
+                **({"RAG_BEDROCK_RERANK_MODEL": config.bedrock_rerank_model} if config.uses_bedrock_rerank else {}),
             },
             # Bounds the API's database connections (one per warm instance) below the stage throttle: see "Capacity".
             reserved_concurrency=config.query_reserved_concurrency,
         )
+        grant_bedrock_rerank(self, self.function, config)  # only the query function searches
 
         cors = None
         if config.cors_origins:

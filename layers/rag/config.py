@@ -19,6 +19,8 @@ from rag.embedding.model_id import NATIVE_DIMENSIONS, embedding_model_id
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 EmbeddingProvider = Literal["local", "openai", "bedrock"]
+# The models of Bedrock's Rerank API (bedrock-agent-runtime), as their foundation-model ids.
+BedrockRerankModel = Literal["cohere.rerank-v3-5:0", "amazon.rerank-v1:0"]
 # How the local provider runs its model (rag.embedding.local; docs/embedding-runtime.md).
 EmbeddingRuntime = Literal["torch", "onnx", "onnx-int8"]
 
@@ -123,8 +125,15 @@ class Settings(BaseSettings):
     exact_search_max_share: float = Field(
         default=0.05, ge=0, le=1, description="... and of at most this share of the tenant's is searched exactly"
     )
-    reranker: Literal["none", "llm"] = Field(
-        default="none", description="llm: the chat model (llm_model) grades the fused candidates (rag.search.rerank)"
+    reranker: Literal["none", "llm", "bedrock"] = Field(
+        default="none",
+        description="llm: the chat model (llm_model) grades the fused candidates (rag.search.rerank); bedrock: a"
+        " Bedrock rerank model (bedrock_rerank_model) scores them (rag.search.bedrock_rerank)",
+    )
+    bedrock_rerank_model: BedrockRerankModel = Field(
+        default="cohere.rerank-v3-5:0",
+        description="Bedrock's rerank model, in bedrock_region (else aws_region): Cohere Rerank 3.5 is offered in every"
+        " region that offers Rerank, Amazon Rerank 1.0 in all of them but us-east-1",
     )
     rerank_candidates: int = Field(default=30, ge=1, le=100, description="fused hits handed to the reranker")
     rerank_timeout_seconds: float = Field(default=10.0, gt=0, description="past this, the fused order stands")
@@ -171,8 +180,12 @@ class Settings(BaseSettings):
     ask_model_timeout_seconds: float = Field(
         default=12.0, gt=0, description="one model call; past it (or past the deadline) the answer is extractive"
     )
-    ask_min_similarity: float = Field(
-        default=0.3, ge=-1, le=1, description="passages below this cosine similarity are not evidence for an answer"
+    ask_min_evidence: float = Field(
+        default=0.68,
+        ge=-1,
+        le=2,
+        description="a passage is evidence for an answer when its cosine similarity to the question plus the IDF-weighted"
+        " share of the question's terms it holds reaches this (rag.ask.evidence; calibrated with `rag eval --asking`)",
     )
     ask_redact_pii: bool = Field(
         default=False, description="mask e-mail addresses, phone and card numbers in what the model reads and in answers"

@@ -37,3 +37,18 @@ def post(settings: Settings, path: str, body: dict[str, Any], *, api_key: str | 
         raise ApiError(f"HTTP {exc.code}: {exc.read().decode(errors='replace')}") from exc
     except urllib.error.URLError as exc:
         raise ApiError(f"the API is not reachable on 127.0.0.1:{settings.local_api_port} ({exc.reason}): run `rag up`") from exc
+
+
+def get(settings: Settings, path: str, *, api_key: str | None = None) -> str:
+    """GET ``path`` (with its query string): the body as text (JSON or, e.g., a Markdown brief)."""
+    key = api_key or next(iter(settings.api_key_tenants), "")
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{settings.local_api_port}{path}", headers={"Authorization": f"Bearer {key}"}, method="GET"
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=TIMEOUT_SECONDS) as response:
+            return str(response.read().decode("utf-8"))
+    except urllib.error.HTTPError as exc:
+        raise ApiError(f"HTTP {exc.code}: {exc.read().decode(errors='replace')}") from exc
+    except urllib.error.URLError as exc:
+        raise ApiError(f"the API is not reachable on 127.0.0.1:{settings.local_api_port} ({exc.reason}): run `rag up`") from exc

@@ -12,9 +12,9 @@ import sys
 from types import ModuleType
 
 from rag.config import Settings, get_settings
-from rag_local.commands import ask, backfill, evaluate, fail, ingest, mcp, migrate, query_api, services, smoke
+from rag_local.commands import ask, backfill, evaluate, fail, ingest, mcp, migrate, project, query_api, services, smoke
 
-COMMANDS: tuple[ModuleType, ...] = (services, migrate, ingest, backfill, query_api, evaluate, ask, mcp, smoke)
+COMMANDS: tuple[ModuleType, ...] = (services, migrate, ingest, backfill, query_api, project, evaluate, ask, mcp, smoke)
 
 
 def build_parser() -> argparse.ArgumentParser:

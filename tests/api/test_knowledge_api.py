@@ -164,7 +164,7 @@ def test_openapi_documents_tasks_and_the_all_shorthand(knowledge):
     spec = call("GET", "/v1/openapi.json", tenant=None)[1]
     assert "/v1/tasks" in spec["paths"] and "TaskList" in spec["components"]["schemas"]
     parameters = {p["name"] for p in spec["paths"]["/v1/tasks"]["get"]["parameters"]}
-    assert parameters == {"status", "assignee", "project_id", "limit"}
+    assert parameters == {"status", "assignee", "project_id", "due_after", "due_before", "limit"}
     assert "all" in str(spec["components"]["schemas"]["SearchRequest"]["properties"]["types"])
 
 

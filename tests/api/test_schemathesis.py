@@ -40,6 +40,8 @@ def base_url(corpus):
 def test_no_request_breaks_the_api(case, base_url):
     response = case.call(base_url=base_url, headers={"Authorization": "Bearer schema-key"})
     assert response.status_code < 500, (case.method, case.formatted_path, case.body, response.text)
-    assert response.headers["content-type"][0].startswith("application/json")
+    markdown = case.formatted_path.endswith("/brief") and (case.query or {}).get("format") == "markdown"
+    expected = "text/markdown" if markdown and response.status_code == 200 else "application/json"
+    assert response.headers["content-type"][0].startswith(expected)
     if response.status_code >= 400:
         assert set(response.json()) == {"error"}

@@ -3,7 +3,9 @@
 botocore in the artifact process signs and sends real requests (``AWS_ENDPOINT_URL_BEDROCK_RUNTIME`` points it
 here): ``POST /model/<id>/converse`` answers with the queued Converse responses (``converse_responses``, as
 ``botocore.stub.Stubber`` takes them), ``POST /model/<id>/invoke`` with a Titan Text Embeddings V2 body
-(the vector derived from the text, as tests/embedding/fake_openai.py does).
+(the vector derived from the text, as tests/embedding/fake_openai.py does). The same server is Bedrock Agent
+Runtime (``AWS_ENDPOINT_URL_BEDROCK_AGENT_RUNTIME``): ``POST /rerank`` answers with the queued ``rerank_responses``,
+each a Rerank response body, or ``(status, raw body, error type)`` for what a broken or throttling service sends.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ class FakeBedrock:
     def __init__(self) -> None:
         self.requests: list[dict[str, Any]] = []
         self.converse_responses: list[dict[str, Any]] = []
+        self.rerank_responses: list[dict[str, Any] | tuple[int, bytes, str | None]] = []
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -29,6 +32,12 @@ class FakeBedrock:
 
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])) or b"{}")
+                if self.path == "/rerank":
+                    fake.requests.append(
+                        {"model": None, "operation": "rerank", "body": body, "auth": self.headers.get("Authorization")}
+                    )
+                    self._rerank()
+                    return
                 _, _, rest = self.path.partition("/model/")
                 model, _, operation = rest.rpartition("/")
                 fake.requests.append(
@@ -45,8 +54,18 @@ class FakeBedrock:
                 else:
                     self._send(404, {"message": f"FakeBedrock: no operation {operation!r}"}, "UnknownOperationException")
 
-            def _send(self, status: int, payload: dict[str, Any], error_type: str | None = None) -> None:
-                raw = json.dumps(payload).encode()
+            def _rerank(self) -> None:
+                if not fake.rerank_responses:
+                    self._send(400, {"message": "FakeBedrock: no Rerank response queued"}, "ValidationException")
+                    return
+                response = fake.rerank_responses.pop(0)
+                if isinstance(response, tuple):
+                    self._send(*response)
+                else:
+                    self._send(200, response)
+
+            def _send(self, status: int, payload: dict[str, Any] | bytes, error_type: str | None = None) -> None:
+                raw = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(raw)))

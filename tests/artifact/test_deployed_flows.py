@@ -49,9 +49,9 @@ FIRST_BATCH = {
 GLOBEX_MEETING = "tenants/globex/projects/finance/2026-11-12-budget-review.txt"
 UNREADABLE = "tenants/acme/projects/remote/whiteboard-photo.txt"
 DELETED = "projects/remote/obsolete-notes.txt"
-# The fakes' vectors are random (a hash of the text): no passage reaches /v1/ask's and MCP's similarity floor, so
+# The fakes' vectors are random (a hash of the text): few passages reach /v1/ask's and MCP's evidence floor, so
 # the query function runs with none (everything else as deployed).
-ANY_SIMILARITY = {"RAG_ASK_MIN_SIMILARITY": "-1"}
+ANY_SIMILARITY = {"RAG_ASK_MIN_EVIDENCE": "-1"}
 PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x01\x00\x00\x00\x01\x00\x08\x02\x00\x00\x00"
 
 
@@ -291,6 +291,11 @@ def test_catalog_routes(query: LambdaProcess, ingest: dict[str, Any]) -> None:
     assert status == 200 and (body["status"], body["project_id"]) == ("extracted", "warehouse")
     status, body = call(query, "GET", "/v1/tasks", query={"project_id": "warehouse"})
     assert status == 200 and {t["assignee"] for t in body["tasks"]} == {"Tom", "Aisha"}
+    status, body = call(query, "GET", "/v1/projects/warehouse/changes", query={"since": "2026-11-01"})
+    assert status == 200 and {t["assignee"] for t in body["tasks_assigned"]} == {"Tom", "Aisha"}
+    assert {t["meeting_date"] for t in body["tasks_assigned"]} == {"2026-11-10"}
+    status, body = call(query, "GET", "/v1/projects/warehouse/brief", query={"days": "366"})
+    assert status == 200 and {g["owner"] for g in body["tasks_by_owner"]} <= {"Tom", "Aisha"}
     status, body = call(query, "GET", "/v1/openapi.json")
     assert status == 200 and "/v1/search" in body["paths"]
     status, body = call(query, "GET", "/v1/tools")
@@ -384,10 +389,62 @@ def test_ask_with_bedrock(stack: Stack, backfill: dict[str, list[Invocation]]) -
     assert all(r["auth"].startswith("AWS4-HMAC-SHA256 Credential=ASIAARTIFACTTEST/") for r in bedrock.requests)
 
 
+def test_search_reranked_by_bedrock_and_the_fused_order_when_its_reply_is_broken_or_throttled(
+    stack: Stack, query: LambdaProcess
+) -> None:
+    bedrock = stack.services.bedrock
+    question = {"query": "battery", "mode": "keyword", "project_ids": ["remote"], "top_k": 3}
+    fused = call(query, "POST", "/v1/search", question)  # the deployed query function: no reranker
+    environment = {
+        "RAG_RERANKER": "bedrock", "RAG_RERANK_CANDIDATES": "3", "RAG_BEDROCK_RERANK_MODEL": "amazon.rerank-v1:0",
+        "AWS_ENDPOINT_URL_BEDROCK_AGENT_RUNTIME": bedrock.url,
+    }  # fmt: skip
+    bedrock.rerank_responses += [
+        (200, b"<html>upstream proxy error</html>", None),  # a body that is not a Rerank response
+        {
+            "results": [
+                {"index": 2, "relevanceScore": 0.93},
+                {"index": 1, "relevanceScore": 0.5},
+                {"index": 0, "relevanceScore": 0.01},
+            ]
+        },
+        (429, b'{"message": "Too many requests"}', "ThrottlingException"),  # the first attempt ...
+        (429, b'{"message": "Too many requests"}', "ThrottlingException"),  # ... and botocore's one retry
+    ]
+    with stack.function("query", environment=environment, label="query-rerank") as function:
+        broken = call(function, "POST", "/v1/search", question)
+        reranked = call(function, "POST", "/v1/search", question)
+        throttled = call(function, "POST", "/v1/search", question)
+
+    assert fused[0] == broken[0] == reranked[0] == throttled[0] == 200
+    fused_ids = [r["id"] for r in fused[1]["results"]]
+    assert len(fused_ids) == 3
+    assert [r["id"] for r in broken[1]["results"]] == fused_ids
+    assert [r["id"] for r in reranked[1]["results"]] == fused_ids[::-1]
+    assert [r["score"] for r in reranked[1]["results"]] == [0.93, 0.5, 0.01]
+    assert [r["id"] for r in throttled[1]["results"]] == fused_ids
+    requests = [r for r in bedrock.requests if r["operation"] == "rerank"]
+    assert len(requests) == 4 and not bedrock.rerank_responses
+    body = requests[1]["body"]
+    assert body["queries"] == [{"type": "TEXT", "textQuery": {"text": "battery"}}]
+    assert body["rerankingConfiguration"] == {
+        "type": "BEDROCK_RERANKING_MODEL",
+        "bedrockRerankingConfiguration": {
+            "modelConfiguration": {"modelArn": "arn:aws:bedrock:us-east-1::foundation-model/amazon.rerank-v1:0"},
+            "numberOfResults": 3,
+        },
+    }
+    assert [s["inlineDocumentSource"]["textDocument"]["text"] for s in body["sources"]] == [
+        r["content"][:1500] for r in fused[1]["results"]
+    ]
+    # Signed for IAM's bedrock service (bedrock:Rerank), with the function's credentials.
+    assert all("/us-east-1/bedrock/aws4_request" in r["auth"] for r in requests)
+
+
 def test_every_function_ran_from_its_artifacts_alone(stack: Stack, query: LambdaProcess) -> None:
     assert set(stack.inits) >= {"migrate", "ingest", "backfill-segment", "backfill-embed", "backfill-extract", "query"}
     for label, init in stack.inits.items():
-        function = stack.artifacts.functions[label.removesuffix("-extractive").removesuffix("-bedrock")]
+        function = stack.artifacts.functions[label.removesuffix("-extractive").removesuffix("-bedrock").removesuffix("-rerank")]
         assert (init["python"][:2], init["implementation"]) == ([3, 12], "cpython"), label
         assert init["present"] == [], label  # no numpy, torch, moto, pytest, ... on the path
         assert init["handler_file"] == str(function.asset / "handler.py"), label

@@ -46,13 +46,15 @@ def test_mcp_lists_the_tools_with_their_json_schemas(local_api):
     assert search.input_schema["required"] == ["query"]
 
 
-@pytest.mark.parametrize(("key", "tenant_document"), [("k-acme", "projects/remote/2026-11-02-battery-review.txt"),
-                                                     ("k-globex", "projects/remote/globex-secret.txt")])  # fmt: skip
-def test_an_mcp_search_returns_the_callers_tenant_only(local_api, corpus, key, tenant_document):
-    async def work(client):
-        return await client.call_tool("search", {"query": "zanzibar budget battery remote", "top_k": 10})
+@pytest.mark.parametrize(("key", "query", "tenant_document"),
+                         [("k-acme", "battery remote", "projects/remote/2026-11-02-battery-review.txt"),
+                          ("k-globex", "zanzibar budget", "projects/remote/globex-secret.txt")])  # fmt: skip
+def test_an_mcp_search_returns_the_callers_tenant_only(local_api, corpus, key, query, tenant_document):
+    async def work(client):  # its own subject, then the other tenant's
+        other = "zanzibar budget" if key == "k-acme" else "battery remote"
+        return [await client.call_tool("search", {"query": q, "top_k": 10}) for q in (query, other)]
 
-    result = mcp_session(local_api, key, work)
+    result, other_subject = mcp_session(local_api, key, work)
 
     assert result.is_error is False
     data = json.loads(result.content[0].text)
@@ -61,6 +63,7 @@ def test_an_mcp_search_returns_the_callers_tenant_only(local_api, corpus, key, t
     assert corpus[tenant_document] in documents
     others = {v for k, v in corpus.items() if ("globex" in k) != (key == "k-globex")}
     assert documents.isdisjoint(others)
+    assert {r["document_id"] for r in json.loads(other_subject.content[0].text)["results"]}.isdisjoint(others)
     assert [r["cite_as"] for r in data["results"]] == [f"[{i}]" for i in range(1, len(data["results"]) + 1)]
 
 
@@ -109,6 +112,8 @@ def test_rag_mcp_serves_the_tools_over_stdio_as_the_keys_tenant(corpus, database
     from mcp import Client
     from mcp.client.stdio import StdioServerParameters
 
+    from rag.ask.tools import TOOLS
+
     env = {**os.environ, "DATABASE_URL": database_url, "RAG_API_KEYS": "k-acme=acme,k-globex=globex", "HF_HUB_OFFLINE": "1"}
     params = StdioServerParameters(command=sys.executable, args=["-m", "rag_local.cli", "mcp", "--api-key", "k-globex"], env=env)
 
@@ -121,7 +126,7 @@ def test_rag_mcp_serves_the_tools_over_stdio_as_the_keys_tenant(corpus, database
 
     tools, projects, found = anyio.run(main)
 
-    assert len(tools.tools) == 6
+    assert [t.name for t in tools.tools] == list(TOOLS)
     assert projects.structured_content == {
         "projects": [{"id": "remote", "document_count": 1, "chunk_count": 1, "meeting_count": 1,
                       "last_activity": projects.structured_content["projects"][0]["last_activity"]}]

@@ -76,7 +76,8 @@ def test_the_model_answers_through_tools_and_cites_only_what_it_was_given(corpus
     first, second = chat_requests(model)
     assert first["tool_choice"] == "auto"
     assert [t["function"]["name"] for t in first["tools"]] == [
-        "search", "build_context", "list_projects", "recent_meetings", "open_tasks", "read_document"
+        "search", "build_context", "list_projects", "recent_meetings", "open_tasks", "changes_since", "project_brief",
+        "read_document",
     ]  # fmt: skip
     [given] = tool_messages(second)
     handed_out = {r["cite_as"]: r for r in given["results"]}

@@ -114,7 +114,7 @@ def test_a_smoke_check_of_the_local_stack_passes_every_step_and_leaves_nothing_b
     assert rows["context"][1].startswith("passage [1] of 1")
     assert rows["ask"][1].startswith("extractive answer citing [1]")
     assert rows["mcp tools/list"][1] == (
-        "6 tools: search, build_context, list_projects, recent_meetings, open_tasks, read_document"
+        "8 tools: search, build_context, list_projects, recent_meetings, open_tasks, changes_since, project_brief, read_document"
     )
     assert rows["mcp search"][1] == "tools/call search: the transcript is [1]"
     assert "deleted; the document is gone after" in rows["delete"][1]

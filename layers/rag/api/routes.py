@@ -9,7 +9,8 @@ from __future__ import annotations
 import json
 import re
 from contextvars import ContextVar
-from typing import Annotated, Any
+from datetime import UTC, date, datetime
+from typing import Annotated, Any, Literal
 from uuid import UUID
 
 import psycopg
@@ -32,6 +33,8 @@ from rag.api.models import (
     Meeting,
     MeetingList,
     Project,
+    ProjectBrief,
+    ProjectChanges,
     ProjectList,
     SearchRequest,
     SearchResponse,
@@ -212,12 +215,75 @@ def tasks(
     project_id: Annotated[str | None, Query(pattern=PROJECT_PATTERN)] = None,
     status: Annotated[TaskStatus | None, Query()] = None,
     assignee: Annotated[str | None, Query(min_length=1, max_length=200)] = None,
+    due_after: Annotated[date | None, Query(description="due on or after this day (YYYY-MM-DD)")] = None,
+    due_before: Annotated[date | None, Query(description="due on or before this day (YYYY-MM-DD)")] = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
 ) -> TaskList:
     from rag.search.tasks import list_tasks
 
-    rows = list_tasks(_conn(), _tenant(), project_id=project_id, status=status, assignee=assignee, limit=limit)
+    _ordered(due_after, due_before, "due_after", "due_before")
+    rows = list_tasks(_conn(), _tenant(), project_id=project_id, status=status, assignee=assignee, limit=limit,
+                      due_after=due_after, due_before=due_before)  # fmt: skip
     return TaskList(tasks=[Task(**_with_source(row)) for row in rows])
+
+
+def _ordered(first: date | None, last: date | None, first_name: str, last_name: str) -> None:
+    if first is not None and last is not None and last < first:
+        raise ApiError(422, "validation_error", f"{last_name} ({last}) is before {first_name} ({first})")
+
+
+def _known_project(project_id: str) -> None:
+    from rag.store.catalog import get_project
+
+    if get_project(_conn(), _tenant(), project_id) is None:
+        raise ApiError(404, "not_found", f"project {project_id!r} not found")
+
+
+@app.get(
+    "/v1/projects/<project_id>/changes",
+    summary="What was decided, superseded, raised, closed, assigned, done, handed over or rescheduled in a date range",
+    tags=["catalog"],
+)
+def project_changes(
+    project_id: Annotated[str, Path(pattern=PROJECT_PATTERN)],
+    since: Annotated[date, Query(description="first meeting date (inclusive, YYYY-MM-DD)")],
+    until: Annotated[date | None, Query(description="last meeting date (inclusive); default: no end")] = None,
+    limit: Annotated[int, Query(ge=1, le=200, description="at most this many items per list")] = 50,
+) -> ProjectChanges:
+    from rag.search.changes import changes_between
+
+    _ordered(since, until, "since", "until")
+    _known_project(project_id)
+    found = changes_between(_conn(), _tenant(), project_id, since=since, until=until, limit=limit)
+    return ProjectChanges.model_validate({"project_id": project_id, "since": since, "until": until, **found})
+
+
+BRIEF_FORMATS = {"json": content_types.APPLICATION_JSON, "markdown": "text/markdown; charset=utf-8"}
+
+
+@app.get(
+    "/v1/projects/<project_id>/brief",
+    summary="The project as it stands: current decisions, open risks, open tasks by owner, what changed lately",
+    tags=["catalog"],
+    responses={
+        200: {
+            "description": "the brief: JSON, or Markdown with ?format=markdown (every line cited)",
+            "content": {"application/json": {"model": ProjectBrief}, "text/markdown": {"schema": {"type": "string"}}},
+        }
+    },
+)
+def project_brief(
+    project_id: Annotated[str, Path(pattern=PROJECT_PATTERN)],
+    days: Annotated[int, Query(ge=1, le=366, description="what changed in meetings of the last N days")] = 14,
+    format: Annotated[Literal["json", "markdown"], Query(description="json (default) or markdown")] = "json",
+) -> Response[str]:
+    from rag.search.brief import brief_markdown
+    from rag.search.brief import project_brief as build_brief
+
+    _known_project(project_id)
+    brief = build_brief(_conn(), _tenant(), project_id, today=datetime.now(UTC).date(), days=days)
+    body = brief_markdown(brief) if format == "markdown" else ProjectBrief(**brief).model_dump_json()
+    return Response(status_code=200, content_type=BRIEF_FORMATS[format], body=body)
 
 
 @app.get("/v1/documents/<document_id>", summary="One document: status, error, chunk count, source", tags=["catalog"])

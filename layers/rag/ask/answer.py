@@ -86,7 +86,7 @@ def ask(
     if answer is None:
         if clock() > deadline:
             raise AskTimeout(f"no answer within {settings.ask_timeout_seconds:.0f} s")
-        answer, _ = extractive_answer(ctx, request.question)
+        answer, _ = _listing(ctx, request.question) or extractive_answer(ctx, request.question)
     elif not any(r["result_count"] for r in records):
         answer = NOT_FOUND  # the model found nothing to stand on: whatever it wrote would be a guess
     if clock() > deadline:
@@ -98,6 +98,15 @@ def ask(
     }  # fmt: skip
     log_answer(conn, tenant_id, mask(request.question), request.project_ids, reply)
     return reply
+
+
+def _listing(ctx: ToolContext, question: str) -> tuple[str, int] | None:
+    """Tasks due in a period, or what changed since a date, as a cited listing (``rag.ask.listings``)."""
+    from datetime import UTC, datetime
+
+    from rag.ask.listings import listing_answer
+
+    return listing_answer(ctx, question, datetime.now(UTC).date())
 
 
 def log_answer(conn: psycopg.Connection, tenant_id: str, question: str, project_ids: list[str], reply: dict[str, Any]) -> None:

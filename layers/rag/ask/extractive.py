@@ -1,11 +1,11 @@
 """An answer without a chat model: the most relevant sentences of the best passages, cited.
 
 The question is searched (hybrid, every knowledge type but segments) within the request's
-scope; the sentences of the passages above the similarity floor are embedded with the
+scope; the sentences of the passages that are evidence (``rag.ask.evidence``) are embedded with the
 search's own model and the closest ones to the question are quoted with their speaker, each
 cited down to its own turn and character range: at most ``ask_extractive_sentences``, at most
-two from one passage, never a question or a sentence under five words. Nothing above the
-floor: the answer says so.
+two from one passage, never a question or a sentence under five words. No evidence: the
+answer says so.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from rag.api.models import MAX_QUERY_CHARS
 from rag.ask.citations import Passage
+from rag.ask.sentences import sentence_spans
 from rag.ask.tools import ToolContext, _passage_of, search_hits
 from rag.knowledge import KINDS
 
@@ -28,7 +29,7 @@ NOT_FOUND = "I found nothing in the meetings and documents you can access that a
 CANDIDATE_HITS = 6
 MAX_CANDIDATE_SENTENCES = 60
 MIN_WORDS = 5  # shorter ones ("Noted as a risk.") say little on their own
-_SENTENCE = re.compile(r"[^.!?\n]+(?:[.!?]+|$)", re.MULTILINE)
+MIN_SENTENCE_SIMILARITY = 0.3  # past the first quote, a sentence further from the question adds nothing
 _SPEAKER = re.compile(r"^\s*([^:\n]{1,60}):\s")
 
 
@@ -61,12 +62,11 @@ def sentences_of(type_name: str, hit: Hit, rank: int, turns: list[Any] | None) -
         speaker_match = _SPEAKER.match(line)
         speaker = speaker_match.group(1).strip() if speaker_match else None
         body_from = speaker_match.end() if speaker_match else 0
-        for match in _SENTENCE.finditer(line, body_from):
-            text = match.group().strip()
+        for sentence_start, sentence_end in sentence_spans(line, body_from):
+            text = line[sentence_start:sentence_end]
             if len(text.split()) < MIN_WORDS or text.endswith("?"):
                 continue  # a question in a meeting is close to the question asked, but it is not an answer
-            lead = len(match.group()) - len(match.group().lstrip())
-            start = hit.start_char + line_start + match.start() + lead
+            start = hit.start_char + line_start + sentence_start
             end = start + len(text)
             turn = _turn_at(turns, start)
             if turn is not None:
@@ -107,7 +107,7 @@ def extractive_answer(ctx: ToolContext, question: str) -> tuple[str, int]:
     per_hit: dict[int, int] = {}
     seen: set[str] = set()
     for i in order:
-        if scores[i] < ctx.settings.ask_min_similarity and chosen:
+        if scores[i] < MIN_SENTENCE_SIMILARITY and chosen:
             break
         said = " ".join(candidates[i].text.lower().split())
         if per_hit.get(candidates[i].hit_rank, 0) >= 2 or said in seen:

@@ -119,6 +119,27 @@ class MeetingsArgs(ToolArgs):
 class TasksArgs(MeetingsArgs):
     limit: int = Field(default=20, ge=1, le=50)
     assignee: str | None = Field(default=None, max_length=200, description="only this person's tasks (their name)")
+    due_after: date | None = Field(default=None, description="only tasks due on or after this day (YYYY-MM-DD)")
+    due_before: date | None = Field(default=None, description="only tasks due on or before this day (YYYY-MM-DD)")
+    status: Literal["open", "done", "cancelled", "blocked", "any"] = Field(
+        default="open", description="the tasks' status after every meeting (default open; any: every task)"
+    )
+
+
+class ChangesArgs(ToolArgs):
+    project_id: str | None = Field(
+        default=None, pattern=PROJECT_PATTERN, description="the project (optional when the request has one project)"
+    )
+    since: date = Field(description="first meeting date, inclusive (YYYY-MM-DD)")
+    until: date | None = Field(default=None, description="last meeting date, inclusive (default: no end)")
+    limit: int = Field(default=20, ge=1, le=50, description="at most this many items per list")
+
+
+class BriefArgs(ToolArgs):
+    project_id: str | None = Field(
+        default=None, pattern=PROJECT_PATTERN, description="the project (optional when the request has one project)"
+    )
+    days: int = Field(default=14, ge=1, le=366, description="what changed in the meetings of the last N days")
 
 
 class ReadDocumentArgs(ToolArgs):
@@ -184,13 +205,15 @@ def _passage_of(type_name: str, hit: Hit) -> Passage:
 def search_hits(
     ctx: ToolContext, query: str, types: list[str], project_ids: tuple[str, ...], top_k: int
 ) -> list[tuple[str, Hit]]:
-    """Hybrid search within the narrowed scope (logged like any search), evidence above the similarity floor only."""
+    """Hybrid search within the narrowed scope (logged like any search), the hits that are evidence only (``rag.ask.evidence``)."""
+    from rag.ask.evidence import evidence
+    from rag.search.query_text import search_text
     from rag.search.service import run_search
 
     request = SearchRequest(query=query, types=types, project_ids=list(project_ids), top_k=top_k, mode="hybrid")
     ranked, _ = run_search(ctx.conn, ctx.embedder, ctx.settings, request.search_query(ctx.tenant_id))
-    floor = ctx.settings.ask_min_similarity
-    return [(t, hit) for t, hit in ranked if hit.similarity is None or hit.similarity >= floor]
+    words = search_text(query) or query
+    return evidence(ctx.conn, ctx.tenant_id, project_ids, words, ranked, ctx.settings.ask_min_evidence)
 
 
 def _where(start_turn: int | None, end_turn: int | None, start_char: int, end_char: int) -> str:
@@ -266,19 +289,16 @@ def run_open_tasks(ctx: ToolContext, args: TasksArgs) -> ToolResult:
     projects = ctx.narrow([args.project_id] if args.project_id else [])
     rows = []
     for project in projects or (None,):
-        rows += list_tasks(ctx.conn, ctx.tenant_id, project_id=project, status="open", assignee=args.assignee, limit=args.limit)
+        rows += list_tasks(ctx.conn, ctx.tenant_id, project_id=project, status=None if args.status == "any" else args.status,
+                           assignee=args.assignee, limit=args.limit, due_after=args.due_after, due_before=args.due_before)  # fmt: skip
+    rows.sort(key=lambda r: (r["due_date"] is None, r["due_date"] or date.min))  # several projects: soonest due first
     tasks = []
     for r in rows[: args.limit]:
-        n = ctx.citations.add(
-            Passage(
-                type="task", document_id=r["document_id"], source_uri=r["source_uri"], title=r["source_title"],
-                start_char=r["start_char"], end_char=r["end_char"], start_turn=r["start_turn"], end_turn=r["end_turn"],
-                speakers=tuple(r["speakers"] or ()), meeting_date=r["meeting_date"],
-            )
-        )  # fmt: skip
+        n = ctx.citations.add(item_passage(r, "task"))
         tasks.append(
             {"cite_as": f"[{n}]", "quoted_description": ctx.redact(r["description"]), "assignee": r["assignee"],
-             "due_date": r["due_date"], "project_id": r["project_id"], "meeting_date": r["meeting_date"]}
+             "due_date": r["due_date"], "status": r["status"], "project_id": r["project_id"],
+             "meeting_date": r["meeting_date"]}
         )  # fmt: skip
     return ToolResult({"tasks": tasks}, len(tasks))
 
@@ -321,6 +341,103 @@ def run_read_document(ctx: ToolContext, args: ReadDocumentArgs) -> ToolResult:
     )  # fmt: skip
 
 
+def _one_project(ctx: ToolContext, project_id: str | None) -> str:
+    """The project a per-project tool reads: the one asked for (within scope and the tenant's), or the request's only one."""
+    from rag.store.catalog import get_project
+
+    projects = ctx.narrow([project_id] if project_id else [])
+    if len(projects) != 1:
+        raise ToolError("name the project_id (list_projects gives the projects this request may read)")
+    if get_project(ctx.conn, ctx.tenant_id, projects[0]) is None:
+        raise ToolError(f"project {projects[0]} not found")
+    return projects[0]
+
+
+_ITEM_TYPES = {"decisions": "decision", "risks": "risk", "tasks": "task"}
+
+
+def item_passage(item: dict[str, Any], type_name: str) -> Passage:
+    """The citable span of an extracted item (or a later meeting's statement) of ``rag.search.changes`` / ``brief``."""
+    return Passage(
+        type=type_name, document_id=item["document_id"], source_uri=item["source_uri"], title=item["source_title"],
+        start_char=item["start_char"], end_char=item["end_char"], start_turn=item["start_turn"],
+        end_turn=item["end_turn"], speakers=tuple(item["speakers"] or ()), meeting_date=_day(item["meeting_date"]),
+    )  # fmt: skip
+
+
+def _cited(ctx: ToolContext, item: dict[str, Any], type_name: str) -> dict[str, Any]:
+    """An extracted item (or a later meeting's statement) as the model reads it, numbered in the request's citations."""
+    n = ctx.citations.add(item_passage(item, type_name))
+    shown: dict[str, Any] = {"cite_as": f"[{n}]", "quoted_description": ctx.redact(item["description"])}
+    if item.get("evidence") and item["evidence"] != item["description"]:
+        shown["quoted_evidence"] = ctx.redact(item["evidence"])
+    for key in ("status", "owner", "assignee", "due_date", "overdue", "change", "new_value", "meeting_date", "speakers"):
+        if item.get(key) not in (None, [], ""):
+            shown[key] = item[key]
+    return shown
+
+
+def _day(value: Any) -> date | None:
+    return date.fromisoformat(value) if isinstance(value, str) else value
+
+
+def _cited_changes(ctx: ToolContext, changes: dict[str, list[dict[str, Any]]]) -> dict[str, list[dict[str, Any]]]:
+    shown: dict[str, list[dict[str, Any]]] = {}
+    for category, items in changes.items():
+        if not items:
+            continue
+        kind = _ITEM_TYPES[category.split("_", 1)[0]]
+        statement = category in ("risks_closed", "tasks_done", "tasks_cancelled", "tasks_handed_over", "tasks_rescheduled")
+        listed = []
+        for item in items:
+            entry = _cited(ctx, item, "chunk" if statement else kind)
+            for relation in ("supersedes", "superseded_by", "target"):
+                refs = item.get(relation)
+                if refs:
+                    cited = [_cited(ctx, ref, kind) for ref in (refs if isinstance(refs, list) else [refs])]
+                    entry[relation] = cited if isinstance(refs, list) else cited[0]
+            listed.append(entry)
+        shown[category] = listed
+    return shown
+
+
+def run_changes_since(ctx: ToolContext, args: ChangesArgs) -> ToolResult:
+    from rag.search.changes import changes_between
+
+    if args.until is not None and args.until < args.since:
+        raise ToolError(f"until ({args.until}) is before since ({args.since})")
+    project = _one_project(ctx, args.project_id)
+    changes = changes_between(ctx.conn, ctx.tenant_id, project, since=args.since, until=args.until, limit=args.limit)
+    shown = _cited_changes(ctx, changes)
+    count = sum(len(items) for items in shown.values())
+    data: dict[str, Any] = {"project_id": project, "since": args.since, "until": args.until, **shown}
+    if not count:
+        data["note"] = "no decision, risk or task was recorded in the meetings of this period"
+    return ToolResult(data, count)
+
+
+def run_project_brief(ctx: ToolContext, args: BriefArgs) -> ToolResult:
+    from datetime import UTC, datetime
+
+    from rag.search.brief import project_brief
+
+    project = _one_project(ctx, args.project_id)
+    brief = project_brief(ctx.conn, ctx.tenant_id, project, today=datetime.now(UTC).date(), days=args.days, limit=30)
+    owners = [
+        {"owner": group["owner"], "tasks": [_cited(ctx, task, "task") for task in group["tasks"]]}
+        for group in brief["tasks_by_owner"]
+    ]
+    data = {
+        "project_id": project, "today": brief["today"], "changes_since": brief["since"],
+        "current_decisions": [_cited(ctx, d, "decision") for d in brief["decisions"]],
+        "open_risks": [_cited(ctx, r, "risk") for r in brief["risks"]],
+        "open_tasks_by_owner": owners, "overdue_tasks": brief["overdue_tasks"],
+        "changes": _cited_changes(ctx, brief["changes"]),
+    }  # fmt: skip
+    count = len(data["current_decisions"]) + len(data["open_risks"]) + sum(len(o["tasks"]) for o in owners)
+    return ToolResult(data, count + sum(len(items) for items in data["changes"].values()))
+
+
 TOOLS: dict[str, Tool] = {
     tool.name: tool
     for tool in (
@@ -354,11 +471,27 @@ TOOLS: dict[str, Tool] = {
         ),  # fmt: skip
         Tool(
             "open_tasks",
-            "List the tasks still open after every meeting (assignee, due date: as later meetings left them), "
-            "soonest due first, optionally one person's; each is citable by its cite_as number.",
+            "List the tasks still open after every meeting (assignee, due date, status: as later meetings left them), "
+            "soonest due first, optionally one person's, those due in a date range, or those done, cancelled or blocked "
+            "(status); each is citable by its cite_as number.",
             TasksArgs,
             run_open_tasks,
         ),  # fmt: skip
+        Tool(
+            "changes_since",
+            "What changed in one project between two meeting dates: decisions made (and the earlier ones they replaced), "
+            "decisions superseded, risks raised and closed, tasks assigned, and tasks a later meeting reported done, "
+            "cancelled, handed over or rescheduled; each item is citable by its cite_as number.",
+            ChangesArgs,
+            run_changes_since,
+        ),
+        Tool(
+            "project_brief",
+            "Where one project stands today: its current decisions, open risks, open tasks by owner with due dates "
+            "(overdue first) and what changed in the last N days; each item is citable by its cite_as number.",
+            BriefArgs,
+            run_project_brief,
+        ),
         Tool(
             "read_document",
             "Read a passage of one document: a transcript's turns start_turn..end_turn, or a character range. Use "

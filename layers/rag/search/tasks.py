@@ -8,6 +8,7 @@ reported it done or cancelled, handed it over or moved its date, oldest first.
 
 from __future__ import annotations
 
+from datetime import date
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -25,7 +26,10 @@ def list_tasks(
     status: str | None,
     limit: int,
     assignee: str | None = None,
+    due_after: date | None = None,
+    due_before: date | None = None,
 ) -> list[dict[str, Any]]:
+    """``due_after`` / ``due_before``: due on or after / on or before that day (a task without a due date is left out)."""
     from psycopg.rows import dict_row
 
     with conn.cursor(row_factory=dict_row) as cur:
@@ -50,6 +54,8 @@ def list_tasks(
                  AND (%(project)s::text IS NULL OR t.project_id = %(project)s)
                  AND (%(status)s::text IS NULL OR t.status = %(status)s)
                  AND (%(assignee)s::text IS NULL OR lower(t.assignee) = lower(%(assignee)s))
+                 AND (%(due_after)s::date IS NULL OR t.due_date >= %(due_after)s::date)
+                 AND (%(due_before)s::date IS NULL OR t.due_date <= %(due_before)s::date)
                ORDER BY t.due_date NULLS LAST, d.meeting_date DESC NULLS LAST, t.id
                LIMIT %(limit)s""",
             {
@@ -57,6 +63,8 @@ def list_tasks(
                 "project": project_id,
                 "status": status,
                 "assignee": assignee,
+                "due_after": due_after,
+                "due_before": due_before,
                 "limit": limit,
                 "changes": MAX_CHANGES,
             },

@@ -37,6 +37,13 @@ def register(subparsers: Subparsers) -> None:
     )
     evaluate.add_argument("--out", type=Path, metavar="DIR", help="write <setting>-<mode>.results.jsonl/.scores.json here")
     evaluate.add_argument("--top-k", type=int, default=10, help="hits per query (default 10)")
+    evaluate.add_argument(
+        "--asking",
+        type=Path,
+        metavar="FILE",
+        help="also ask (POST /v1/ask, extractive) every query and every question of FILE, JSON lines of questions no"
+        ' meeting discussed ({"qid", "domain", "query"}), and report how often each is answered "nothing found"',
+    )
     evaluate.add_argument("--fresh", action="store_true", help="re-ingest everything into a new database")
     evaluate.add_argument("--quiet", action="store_true", help="no progress bars")
     evaluate.set_defaults(func=eval_command)
@@ -45,6 +52,7 @@ def register(subparsers: Subparsers) -> None:
 def eval_command(args: argparse.Namespace, settings: Settings) -> int:
     import json
 
+    from rag_local.evaluation.asking import load_unanswerable
     from rag_local.evaluation.dataset import DatasetError, find_transcripts, load_queries
     from rag_local.evaluation.report import format_report
     from rag_local.evaluation.runner import MODES, SETTINGS, EvalError, run_eval
@@ -52,6 +60,7 @@ def eval_command(args: argparse.Namespace, settings: Settings) -> int:
     try:
         transcripts = find_transcripts(args.transcripts)
         queries = load_queries(args.queries)
+        unanswerable = load_unanswerable(args.asking) if args.asking else None
         report = run_eval(
             transcripts,
             queries,
@@ -62,6 +71,7 @@ def eval_command(args: argparse.Namespace, settings: Settings) -> int:
             top_k=args.top_k,
             fresh=args.fresh,
             progress=not args.quiet,
+            unanswerable=unanswerable,
         )
     except (DatasetError, EvalError) as exc:
         return fail(str(exc))

@@ -29,4 +29,6 @@ def format_report(report: EvalReport) -> str:
         lines.append(_row(f"{run.setting}/{run.mode}", run.scores["overall"]))
         for project, scores in run.scores["per_domain"].items():
             lines.append(_row(f"  {project}", scores))
+    if report.asking is not None:
+        lines += ["", report.asking.summary()]
     return "\n".join(lines)

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from rag.config import REPO_ROOT, Settings
+from rag_local.evaluation.asking import AskingScores, UnanswerableQuery, run_asking
 from rag_local.evaluation.dataset import EvalQuery, Transcript
 from rag_local.evaluation.metrics import Hit, aggregate, score_query
 
@@ -60,6 +61,7 @@ class EvalReport:
     failed_documents: dict[str, str]
     skipped_queries: list[str]
     runs: list[RunScores]
+    asking: AskingScores | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -250,8 +252,12 @@ def run_eval(
     fresh: bool = False,
     progress: bool = True,
     database: str | None = None,
+    unanswerable: list[UnanswerableQuery] | None = None,
 ) -> EvalReport:
-    """Ingest ``transcripts``, run ``queries`` in every setting and mode, score; write files to ``out``."""
+    """Ingest ``transcripts``, run ``queries`` in every setting and mode, score; write files to ``out``.
+
+    With ``unanswerable``: also ask every query and every unanswerable question (``rag_local.evaluation.asking``).
+    """
     from rag.store.connection import connect
     from rag.store.migrations import migrate_database
 
@@ -278,6 +284,12 @@ def run_eval(
                     with (out / f"{setting}-{mode}.results.jsonl").open("w") as file:
                         file.writelines(json.dumps(r) + "\n" for r in results)
                     (out / f"{setting}-{mode}.scores.json").write_text(json.dumps(scores, indent=1) + "\n")
+        asking = None
+        if unanswerable is not None:
+            asked = [(q.qid, q.domain, q.query) for q in answerable]
+            asking = run_asking(asked, unanswerable, EVAL_TENANT, progress=progress)
+            if out is not None:
+                (out / "asking.json").write_text(json.dumps(asking.as_dict(), indent=1) + "\n")
     for error in (e for run in runs for e in run.errors):
         print(f"query failed: {error}", file=sys.stderr)
-    return EvalReport(name, len(documents), chunks, ingest_seconds, failures, skipped, runs)
+    return EvalReport(name, len(documents), chunks, ingest_seconds, failures, skipped, runs, asking)

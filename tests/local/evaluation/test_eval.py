@@ -125,3 +125,32 @@ def test_the_command_reports_a_bad_folder_without_a_traceback(tmp_path, capsys):
 
     assert main(["eval", "--transcripts", str(tmp_path), "--queries", str(FIXTURES / "queries.jsonl")]) == 1
     assert "no transcripts in the layout <project>/<meeting_id>.txt" in capsys.readouterr().err
+
+
+def test_asking_reports_how_often_each_kind_of_question_finds_nothing(tiny_run, eval_db, tmp_path):
+    from rag.config import Settings
+    from rag_local.evaluation.asking import load_unanswerable
+    from rag_local.evaluation.report import format_report
+
+    report = run_eval(
+        find_transcripts(FIXTURES / "transcripts"), load_queries(FIXTURES / "queries.jsonl"), Settings(),
+        modes=("hybrid",), settings_to_run=("project",), out=tmp_path, progress=False, database=eval_db,
+        unanswerable=load_unanswerable(FIXTURES / "unanswerable.jsonl"),
+    )  # fmt: skip
+
+    asking = report.asking
+    assert asking is not None
+    assert asking.answerable == 2 and asking.answerable_not_found == []  # the two graded queries are answered
+    assert asking.unanswerable == 2 and asking.unanswerable_not_found == ["none-1", "none-2"]
+    saved = json.loads((tmp_path / "asking.json").read_text())
+    assert saved["answerable_not_found_rate"] == 0.0 and saved["unanswerable_not_found_rate"] == 1.0
+    assert 'answered "nothing found": answerable 0/2 (0.0%), unanswerable 2/2 (100.0%)' in format_report(report)
+
+
+def test_a_bad_unanswerable_file_is_a_clear_error(tmp_path):
+    from rag_local.evaluation.asking import load_unanswerable
+
+    bad = tmp_path / "none.jsonl"
+    bad.write_text('{"qid": "x", "query": "no domain"}\n')
+    with pytest.raises(DatasetError, match=r"none.jsonl:1: not a question of the form \{qid, domain, query\}"):
+        load_unanswerable(bad)
