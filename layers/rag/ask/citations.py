@@ -4,15 +4,22 @@ Every passage a tool returns gets a number ``[n]`` (the same span twice keeps it
 An answer's ``[n]`` that no tool returned is removed from the text, and only the passages
 the answer actually cites are returned as its citations: an answer never cites what it was
 not given.
+
+A number is local to one request (an MCP ``tools/call`` starts again from ``[1]``), so every
+passage also has a ``citation_id``: a short hash of what it is (its type, document and
+character range), the same in every call and process, so a chat that searches twice can tell
+the same passage from a different one.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
 
+CITATION_ID_CHARS = 8  # 32 bits: two passages of one conversation colliding is about one in 10^5 at 300 passages
 _MARKER = re.compile(r"\s?\[(\d{1,4})\]")
 
 
@@ -34,6 +41,11 @@ class Passage:
     def key(self) -> tuple[Any, ...]:
         return (self.type, self.document_id, self.start_char, self.end_char)
 
+    def citation_id(self) -> str:
+        """The passage's id across calls: derived from ``key()`` alone (no counter, no salt)."""
+        text = f"{self.type}:{self.document_id}:{self.start_char}-{self.end_char}"
+        return hashlib.sha256(text.encode()).hexdigest()[:CITATION_ID_CHARS]
+
 
 @dataclass
 class Citations:
@@ -48,6 +60,10 @@ class Citations:
             self.passages.append(passage)
             self._numbers[key] = len(self.passages)
         return self._numbers[key]
+
+    def cite(self, passage: Passage) -> dict[str, str]:
+        """What a tool result shows to cite ``passage``: its number in this request and its id across calls."""
+        return {"cite_as": f"[{self.add(passage)}]", "citation_id": passage.citation_id()}
 
     def get(self, n: int) -> Passage | None:
         return self.passages[n - 1] if 1 <= n <= len(self.passages) else None
@@ -80,7 +96,7 @@ def citation_records(citations: Citations, numbers: list[int]) -> list[dict[str,
             continue
         records.append(
             {
-                "n": n, "type": passage.type, "document_id": passage.document_id,
+                "n": n, "id": passage.citation_id(), "type": passage.type, "document_id": passage.document_id,
                 "source": {"uri": passage.source_uri, "title": passage.title},
                 "start_turn": passage.start_turn, "end_turn": passage.end_turn,
                 "start_char": passage.start_char, "end_char": passage.end_char,

@@ -224,11 +224,11 @@ def run_search_tool(ctx: ToolContext, args: SearchArgs) -> ToolResult:
     hits = search_hits(ctx, args.query, list(args.types), ctx.narrow(args.project_ids), args.top_k)
     results = []
     for type_name, hit in hits:
-        n = ctx.citations.add(_passage_of(type_name, hit))
+        cite = ctx.citations.cite(_passage_of(type_name, hit))
         fields = {k: v for k, v in (hit.metadata or {}).items() if v not in (None, "", []) and k != "meeting_date"}
         results.append(
             {
-                "cite_as": f"[{n}]", "type": type_name, "document_id": hit.document_id, "project_id": hit.project_id,
+                **cite, "type": type_name, "document_id": hit.document_id, "project_id": hit.project_id,
                 "source": hit.title or hit.source_uri, "meeting_date": (hit.metadata or {}).get("meeting_date"),
                 "where": _where(hit.start_turn, hit.end_turn, hit.start_char, hit.end_char),
                 "speakers": hit.speakers, "similarity": round(hit.similarity, 3) if hit.similarity is not None else None,
@@ -249,15 +249,20 @@ def run_context_tool(ctx: ToolContext, args: ContextArgs) -> ToolResult:
     results = [search_result(type_name, hit) for type_name, hit in hits]
     passages = {id(result): _passage_of(type_name, hit) for result, (type_name, hit) in zip(results, hits)}
 
+    ids: dict[str, str] = {}
+
     def number(merged: Any) -> int:  # a merged passage spans its own range: that range is what is cited
         span = {"start_char": merged.start_char, "end_char": merged.end_char,
                 "start_turn": merged.start_turn, "end_turn": merged.end_turn}  # fmt: skip
-        return ctx.citations.add(replace(passages[id(merged.result)], **span))
+        passage = replace(passages[id(merged.result)], **span)
+        n = ctx.citations.add(passage)
+        ids[f"[{n}]"] = passage.citation_id()
+        return n
 
     text, cited = build_context(results, args.max_tokens, count_cl100k, number=number)
     if not cited:
         return ToolResult({"quoted_context": "", "note": "nothing relevant found in the meetings and documents"}, 0)
-    return ToolResult({"quoted_context": ctx.redact(text), "passages": len(cited)}, len(cited))
+    return ToolResult({"quoted_context": ctx.redact(text), "passages": len(cited), "citation_ids": ids}, len(cited))
 
 
 def run_list_projects(ctx: ToolContext, args: NoArgs) -> ToolResult:
@@ -294,9 +299,9 @@ def run_open_tasks(ctx: ToolContext, args: TasksArgs) -> ToolResult:
     rows.sort(key=lambda r: (r["due_date"] is None, r["due_date"] or date.min))  # several projects: soonest due first
     tasks = []
     for r in rows[: args.limit]:
-        n = ctx.citations.add(item_passage(r, "task"))
+        cite = ctx.citations.cite(item_passage(r, "task"))
         tasks.append(
-            {"cite_as": f"[{n}]", "quoted_description": ctx.redact(r["description"]), "assignee": r["assignee"],
+            {**cite, "quoted_description": ctx.redact(r["description"]), "assignee": r["assignee"],
              "due_date": r["due_date"], "status": r["status"], "project_id": r["project_id"],
              "meeting_date": r["meeting_date"]}
         )  # fmt: skip
@@ -330,12 +335,12 @@ def run_read_document(ctx: ToolContext, args: ReadDocumentArgs) -> ToolResult:
     text = body[start:end]
     if not text:
         raise ToolError("that range of the document is empty")
-    n = ctx.citations.add(
+    cite = ctx.citations.cite(
         Passage(type="chunk", document_id=args.document_id, source_uri=uri, title=title, start_char=start, end_char=end,
                 start_turn=start_turn, end_turn=end_turn, speakers=speakers, meeting_date=meeting_date)
     )  # fmt: skip
     return ToolResult(
-        {"cite_as": f"[{n}]", "source": title or uri, "meeting_date": meeting_date, "where": _where(start_turn, end_turn, start, end),
+        {**cite, "source": title or uri, "meeting_date": meeting_date, "where": _where(start_turn, end_turn, start, end),
          "quoted_text": ctx.redact(text), "document_length": len(body)},
         1,
     )  # fmt: skip
@@ -367,8 +372,10 @@ def item_passage(item: dict[str, Any], type_name: str) -> Passage:
 
 def _cited(ctx: ToolContext, item: dict[str, Any], type_name: str) -> dict[str, Any]:
     """An extracted item (or a later meeting's statement) as the model reads it, numbered in the request's citations."""
-    n = ctx.citations.add(item_passage(item, type_name))
-    shown: dict[str, Any] = {"cite_as": f"[{n}]", "quoted_description": ctx.redact(item["description"])}
+    shown: dict[str, Any] = {
+        **ctx.citations.cite(item_passage(item, type_name)),
+        "quoted_description": ctx.redact(item["description"]),
+    }
     if item.get("evidence") and item["evidence"] != item["description"]:
         shown["quoted_evidence"] = ctx.redact(item["evidence"])
     for key in ("status", "owner", "assignee", "due_date", "overdue", "change", "new_value", "meeting_date", "speakers"):
@@ -438,20 +445,25 @@ def run_project_brief(ctx: ToolContext, args: BriefArgs) -> ToolResult:
     return ToolResult(data, count + sum(len(items) for items in data["changes"].values()))
 
 
+_ACROSS_CALLS = (
+    "Numbers restart at [1] in every call; citation_id names the same passage in every call (a different "
+    "passage, a different id)."
+)
+
 TOOLS: dict[str, Tool] = {
     tool.name: tool
     for tool in (
         Tool(
             "search",
             "Search the meetings and documents of the allowed projects (hybrid semantic + keyword). Returns numbered "
-            "passages with their source; cite a passage as its cite_as number, e.g. [3].",
+            "passages with their source; cite a passage as its cite_as number, e.g. [3]. " + _ACROSS_CALLS,
             SearchArgs,
             run_search_tool,
         ),
         Tool(
             "build_context",
             "Search and return one context of merged, numbered passages within a token budget; cite passages by "
-            "their [n] numbers.",
+            "their [n] numbers. citation_ids maps each [n] to the passage's citation_id, the same in every call.",
             ContextArgs,
             run_context_tool,
         ),
@@ -473,7 +485,7 @@ TOOLS: dict[str, Tool] = {
             "open_tasks",
             "List the tasks still open after every meeting (assignee, due date, status: as later meetings left them), "
             "soonest due first, optionally one person's, those due in a date range, or those done, cancelled or blocked "
-            "(status); each is citable by its cite_as number.",
+            "(status); each is citable by its cite_as number. " + _ACROSS_CALLS,
             TasksArgs,
             run_open_tasks,
         ),  # fmt: skip
@@ -481,21 +493,21 @@ TOOLS: dict[str, Tool] = {
             "changes_since",
             "What changed in one project between two meeting dates: decisions made (and the earlier ones they replaced), "
             "decisions superseded, risks raised and closed, tasks assigned, and tasks a later meeting reported done, "
-            "cancelled, handed over or rescheduled; each item is citable by its cite_as number.",
+            "cancelled, handed over or rescheduled; each item is citable by its cite_as number. " + _ACROSS_CALLS,
             ChangesArgs,
             run_changes_since,
         ),
         Tool(
             "project_brief",
             "Where one project stands today: its current decisions, open risks, open tasks by owner with due dates "
-            "(overdue first) and what changed in the last N days; each item is citable by its cite_as number.",
+            "(overdue first) and what changed in the last N days; each item is citable by its cite_as number. " + _ACROSS_CALLS,
             BriefArgs,
             run_project_brief,
         ),
         Tool(
             "read_document",
             "Read a passage of one document: a transcript's turns start_turn..end_turn, or a character range. Use "
-            "the document_id of a search result or a meeting.",
+            "the document_id of a search result or a meeting. " + _ACROSS_CALLS,
             ReadDocumentArgs,
             run_read_document,
         ),
