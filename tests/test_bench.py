@@ -267,3 +267,65 @@ def test_projects_may_number_their_labels_alike(tmp_path):
     items = [kq.Extracted(n, "decision", label.place) for n, label in enumerate(labels)]
     figures = kq.score(labels, items, kq.match(labels, items))
     assert figures["decision_precision"] == {"value": 1.0, "n": 4, "of": 4}
+
+
+def import_ask_quality():
+    sys.path.insert(0, str(BENCH))
+    try:
+        import ask_quality
+    finally:
+        sys.path.remove(str(BENCH))
+    return ask_quality
+
+
+def test_an_answer_is_right_when_it_holds_one_alternative_of_every_expected_phrase_case_and_spacing_ignored():
+    aq = import_ask_quality()
+    expect = [["Tom"], ["April 24", "24 April"]]
+
+    assert aq.holds("TOM Becker: the packing list, by april  24.", expect)
+    assert aq.holds("Tom, by 24\nApril", expect)
+    assert not aq.holds("Tom Becker, soon", expect)  # one group unmatched
+    assert not aq.holds("Priya, by April 24", expect)
+
+
+def test_an_answer_cites_the_answer_when_one_citation_is_a_listed_meeting_and_nothing_found_is_told_apart():
+    from rag.ask.extractive import NOT_FOUND
+
+    aq = import_ask_quality()
+    question = aq.Question("p", "When is the launch?", (("May 26",),), ("c.srt",))
+    meeting_of = {"d-a": "a.txt", "d-c": "c.srt"}
+
+    cited = aq.grade(
+        question, {"answer": "Launch on May 26 [2]", "citations": [{"document_id": "d-a"}, {"document_id": "d-c"}]}, meeting_of
+    )
+    stale = aq.grade(question, {"answer": "Launch on May 5 [1]", "citations": [{"document_id": "d-a"}]}, meeting_of)
+    empty = aq.grade(question, {"answer": NOT_FOUND, "citations": []}, meeting_of)
+
+    assert (cited.right, cited.cites_answer, cited.nothing_found, cited.cited) == (True, True, False, ("a.txt", "c.srt"))
+    assert (stale.right, stale.cites_answer) == (False, False)
+    assert (empty.right, empty.cites_answer, empty.nothing_found) == (False, False, True)
+    assert aq.figures([cited, stale, empty])["answer_right"] == {"count": 1, "of": 3, "rate": 0.333}
+
+
+def test_the_question_files_name_meetings_that_hold_their_expected_phrases():
+    aq = import_ask_quality()
+    projects = sorted(p for p in (BENCH / "projects").iterdir() if (p / "questions.jsonl").is_file())
+
+    assert len(projects) == 3
+    for project in projects:
+        questions = aq.load_questions(project)
+        assert len(questions) >= 12
+        assert aq.check_questions(project, questions) == []
+    assert not list((BENCH / "heldout").glob("*/questions.jsonl"))  # the held-out projects stay unseen
+
+
+def test_a_question_whose_meetings_do_not_hold_the_phrase_is_reported(tmp_path):
+    aq = import_ask_quality()
+    (tmp_path / "2026-01-01-m.txt").write_text("Ann: We launch on May 26.\nBen: Fine.\n")
+    questions = [aq.Question(tmp_path.name, "When?", (("May 26",),), ("2026-01-01-m.txt",)),
+                 aq.Question(tmp_path.name, "Where?", (("Lisbon",),), ("2026-01-01-m.txt",)),
+                 aq.Question(tmp_path.name, "Who?", (("Ann",),), ("missing.txt",))]  # fmt: skip
+
+    wrong = aq.check_questions(tmp_path, questions)
+
+    assert len(wrong) == 2 and "'Where?'" in wrong[0] and "missing.txt" in wrong[1]
