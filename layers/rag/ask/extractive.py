@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from rag.api.models import MAX_QUERY_CHARS
 from rag.ask.citations import Passage
 from rag.ask.sentences import sentence_spans
-from rag.ask.tools import ToolContext, _passage_of, search_hits
+from rag.ask.tools import ToolContext, _passage_of, item_passage, search_hits
 from rag.knowledge import KINDS
 
 if TYPE_CHECKING:
@@ -30,7 +30,7 @@ CANDIDATE_HITS = 6
 MAX_CANDIDATE_SENTENCES = 60
 MIN_WORDS = 5  # shorter ones ("Noted as a risk.") say little on their own
 MIN_SENTENCE_SIMILARITY = 0.3  # past the first quote, a sentence further from the question adds nothing
-_SPEAKER = re.compile(r"^\s*([^:\n]{1,60}):\s")
+_SPEAKER = re.compile(r"^\s*(?:[-*]\s+)?([^:\n]{1,60}):\s")  # "Dana:", or a notes bullet "- Dana:"
 
 
 @dataclass(frozen=True)
@@ -39,6 +39,8 @@ class Sentence:
     speaker: str | None
     passage: Passage
     hit_rank: int
+    item_id: int | None = None  # an extracted item's row (its status is in ``metadata``)
+    metadata: dict[str, Any] | None = None
 
 
 def _turn_at(turns: list[Any] | None, offset: int) -> int | None:
@@ -55,7 +57,9 @@ def sentences_of(type_name: str, hit: Hit, rank: int, turns: list[Any] | None) -
     base = _passage_of(type_name, hit)
     if type_name != "chunk":  # an extracted item or a summary: cited whole, as one sentence
         text = hit.content.strip()
-        return [Sentence(text, None, base, rank)] if len(text.split()) >= MIN_WORDS and not text.endswith("?") else []
+        if len(text.split()) < MIN_WORDS or text.endswith("?"):
+            return []
+        return [Sentence(text, None, base, rank, hit.id, hit.metadata)]
     found = []
     line_start = 0
     for line in hit.content.split("\n"):
@@ -117,15 +121,80 @@ def extractive_answer(ctx: ToolContext, question: str) -> tuple[str, int]:
         per_hit[candidates[i].hit_rank] = per_hit.get(candidates[i].hit_rank, 0) + 1
         if len(chosen) >= ctx.settings.ask_extractive_sentences:
             break
-    lines = []
-    for i in chosen:
-        sentence = candidates[i]
-        n = ctx.citations.add(sentence.passage)
-        who = sentence.speaker or (sentence.passage.type.capitalize() if sentence.passage.type != "chunk" else None)
-        day = sentence.passage.meeting_date.isoformat() if sentence.passage.meeting_date else None
-        label = f"{who}{', ' + day if day else ''}: " if who else (f"{day}: " if day else "")
-        lines.append(f'- {label}"{ctx.redact(sentence.text)}" [{n}]')
-    return "The most relevant passages:\n" + "\n".join(lines), len(hits)
+    return _quoted(ctx, [candidates[i] for i in chosen]), len(hits)
+
+
+def _quoted(ctx: ToolContext, chosen: list[Sentence]) -> str:
+    """The chosen sentences as cited lines, each with who said it, what it is now and when.
+
+    A sentence of a decision that was replaced or replaced another (the decision itself, or the
+    transcript sentence it was extracted from) is not quoted on its own: the answer leads with the
+    current decision of its chain and lists the ones it replaced, latest first, each with its date.
+    """
+    from rag.ask.standing import chain, decision_history, label, replaced_on, standing
+
+    decision_of = _decisions_of(ctx, chosen)
+    history = decision_history(ctx.conn, ctx.tenant_id, decision_of.values())
+    chains: dict[int, list[Any]] = {}  # current decision id -> [current, *replaced], in order of first appearance
+    rest: list[Sentence] = []
+    for sentence in chosen:
+        found = chain(history, decision_of[id(sentence)]) if id(sentence) in decision_of else None
+        if found is None or not found[1]:
+            rest.append(sentence)
+        else:
+            chains.setdefault(found[0].id, [found[0], *found[1]])
+
+    def line(passage: Passage, text: str, state: str | None, who: str | None = None, metadata: Any = None) -> str:
+        n = ctx.citations.add(passage)
+        if passage.type == "chunk":  # a transcript's sentence: its speaker and day
+            day = passage.meeting_date.isoformat() if passage.meeting_date else None
+            head = f"{who}{', ' + day if day else ''}: " if who else (f"{day}: " if day else "")
+        else:
+            head = label(passage.type, passage.speakers or _named(metadata), state, passage.meeting_date)
+        return f'- {head}"{ctx.redact(text)}" [{n}]'
+
+    lines: list[str] = []
+    for current, *replaced in chains.values():
+        day = current.meeting_date.isoformat() if current.meeting_date else "the latest meeting"
+        lines.append(f"The current decision ({day}):")
+        lines.append(line(item_passage(current.item, "decision"), current.item["description"], "current"))
+        lines.append("It replaced:")
+        for old in replaced:
+            state = standing("decision", {"status": "superseded"}, replaced_on=replaced_on(history, old.id))
+            lines.append(line(item_passage(old.item, "decision"), old.item["description"], state))
+    if rest:
+        lines.append("Other relevant passages:" if chains else "The most relevant passages:")
+    for sentence in rest:
+        state = standing(
+            sentence.passage.type, sentence.metadata, replaced_on=replaced_on(history, decision_of.get(id(sentence), -1))
+        )
+        lines.append(line(sentence.passage, sentence.text, state, sentence.speaker, sentence.metadata))
+    return "\n".join(lines)
+
+
+def _named(metadata: dict[str, Any] | None) -> tuple[str, ...]:
+    """Who an item without a speaker (a notes line) names: its assignee or owner."""
+    name = (metadata or {}).get("assignee") or (metadata or {}).get("owner")
+    return (str(name),) if name else ()
+
+
+def _decisions_of(ctx: ToolContext, chosen: list[Sentence]) -> dict[int, int]:
+    """The decision each chosen sentence states (keyed by ``id(sentence)``): a decision item's own, or the one extracted from its span."""
+    documents = sorted({s.passage.document_id for s in chosen})
+    spans = ctx.conn.execute(
+        "SELECT id, document_id::text, start_char, end_char FROM decisions WHERE tenant_id = %s AND document_id = ANY(%s::uuid[])",
+        (ctx.tenant_id, documents),
+    ).fetchall()
+    found = {}
+    for sentence in chosen:
+        p = sentence.passage
+        if p.type == "decision" and sentence.item_id is not None:
+            found[id(sentence)] = sentence.item_id
+        elif p.type == "chunk":
+            over = [d for d, doc, start, end in spans if doc == p.document_id and start < p.end_char and p.start_char < end]
+            if over:
+                found[id(sentence)] = over[0]
+    return found
 
 
 def _norm(vector: Sequence[float]) -> float:

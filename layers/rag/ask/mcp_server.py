@@ -20,6 +20,7 @@ import json
 import logging
 from collections.abc import Callable, Iterator, MutableMapping
 from contextlib import AbstractContextManager, contextmanager
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from rag.ask.tools import TOOLS, ToolContext, ToolResult
@@ -47,6 +48,7 @@ def build_server(context: Callable[[], AbstractContextManager[ToolContext]]) -> 
     from mcp.server import Server
 
     from rag.api.errors import database_failure
+    from rag.ask.standing import time_rule
 
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
         return types.ListToolsResult(
@@ -71,7 +73,8 @@ def build_server(context: Callable[[], AbstractContextManager[ToolContext]]) -> 
             is_error="error" in result.data,
         )  # fmt: skip
 
-    return Server(SERVER_NAME, version="1.0.0", instructions=INSTRUCTIONS, on_list_tools=list_tools, on_call_tool=call_tool)
+    instructions = f"{INSTRUCTIONS} {time_rule(datetime.now(UTC).date())}"  # a server is built per request: dated today
+    return Server(SERVER_NAME, version="1.0.0", instructions=instructions, on_list_tools=list_tools, on_call_tool=call_tool)
 
 
 def handle_http(

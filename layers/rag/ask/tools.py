@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from rag.api.models import MAX_QUERY_CHARS, PROJECT_PATTERN, SearchRequest, SearchType, search_result, valid_project_ids
 from rag.ask.citations import Citations, Passage
+from rag.ask.standing import current_first, standings
 from rag.knowledge import NAMES, labelled_names
 
 if TYPE_CHECKING:
@@ -213,19 +214,25 @@ def search_hits(
     request = SearchRequest(query=query, types=types, project_ids=list(project_ids), top_k=top_k, mode="hybrid")
     ranked, _ = run_search(ctx.conn, ctx.embedder, ctx.settings, request.search_query(ctx.tenant_id))
     words = search_text(query) or query
-    return evidence(ctx.conn, ctx.tenant_id, project_ids, words, ranked, ctx.settings.ask_min_evidence)
+    return current_first(evidence(ctx.conn, ctx.tenant_id, project_ids, words, ranked, ctx.settings.ask_min_evidence))
 
 
 def _where(start_turn: int | None, end_turn: int | None, start_char: int, end_char: int) -> str:
     return f"turns {start_turn}-{end_turn}" if start_turn is not None else f"chars {start_char}-{end_char}"
 
 
+# Shown on their own (meeting_date) or as the item's status: "superseded by [2]", not a row id.
+_SHOWN_APART = ("meeting_date", "status", "superseded_by")
+
+
 def run_search_tool(ctx: ToolContext, args: SearchArgs) -> ToolResult:
     hits = search_hits(ctx, args.query, list(args.types), ctx.narrow(args.project_ids), args.top_k)
+    cites = [ctx.citations.cite(_passage_of(type_name, hit)) for type_name, hit in hits]
+    decisions = {hit.id: cite["cite_as"] for (type_name, hit), cite in zip(hits, cites) if type_name == "decision"}
+    states = standings(ctx.conn, ctx.tenant_id, hits, decisions)
     results = []
-    for type_name, hit in hits:
-        cite = ctx.citations.cite(_passage_of(type_name, hit))
-        fields = {k: v for k, v in (hit.metadata or {}).items() if v not in (None, "", []) and k != "meeting_date"}
+    for (type_name, hit), cite, state in zip(hits, cites, states):
+        fields = {k: v for k, v in (hit.metadata or {}).items() if v not in (None, "", []) and k not in _SHOWN_APART}
         results.append(
             {
                 **cite, "type": type_name, "document_id": hit.document_id, "project_id": hit.project_id,
@@ -233,7 +240,7 @@ def run_search_tool(ctx: ToolContext, args: SearchArgs) -> ToolResult:
                 "where": _where(hit.start_turn, hit.end_turn, hit.start_char, hit.end_char),
                 "speakers": hit.speakers, "similarity": round(hit.similarity, 3) if hit.similarity is not None else None,
                 "quoted_text": ctx.redact(hit.content[:PASSAGE_CHARS]),
-                **({"fields": fields} if type_name != "chunk" and fields else {}),
+                **({"status": state} if state else {}), **({"fields": fields} if type_name != "chunk" and fields else {}),
             }
         )  # fmt: skip
     if not results:
@@ -241,12 +248,20 @@ def run_search_tool(ctx: ToolContext, args: SearchArgs) -> ToolResult:
     return ToolResult({"results": results}, len(results))
 
 
+def _standing_shown(metadata: dict[str, Any] | None, state: str) -> dict[str, Any]:
+    """An item's metadata with its status spelled out ("superseded on 2026-02-09") in place of a row id."""
+    return {**{k: v for k, v in (metadata or {}).items() if k != "superseded_by"}, "status": state}
+
+
 def run_context_tool(ctx: ToolContext, args: ContextArgs) -> ToolResult:
     from rag.embedding.tokens import count_cl100k
     from rag.search.context import build_context
 
     hits = search_hits(ctx, args.query, list(args.types), ctx.narrow(args.project_ids), args.top_k)
-    results = [search_result(type_name, hit) for type_name, hit in hits]
+    results = [
+        search_result(type_name, replace(hit, metadata=_standing_shown(hit.metadata, state)) if state else hit)
+        for (type_name, hit), state in zip(hits, standings(ctx.conn, ctx.tenant_id, hits))
+    ]
     passages = {id(result): _passage_of(type_name, hit) for result, (type_name, hit) in zip(results, hits)}
 
     ids: dict[str, str] = {}

@@ -101,6 +101,8 @@ def build_context(
             else f"chars {passage.start_char}-{passage.end_char}"
         )
         title = passage.result.source.title or passage.result.source.uri
+        day = (getattr(passage.result, "metadata", None) or {}).get("meeting_date")
+        where = f"meeting of {day}, {where}" if day else where  # a later meeting's word overrides an earlier one's
         body = f"{title} ({passage.result.source.uri}, {where})\n{_label(passage.result)}{passage.text}"
         costed = f"[{9999 if number else len(cited) + 1}] {body}"
         cost = count_tokens(costed) + (2 if blocks else 0)  # the blank line between blocks
