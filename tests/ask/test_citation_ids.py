@@ -67,3 +67,18 @@ def test_two_mcp_calls_give_an_overlapping_passage_the_same_id_and_different_pas
     # build_context's merged passages: each [n] of its text has its id.
     assert set(context["citation_ids"]) == {f"[{n}]" for n in range(1, context["passages"] + 1)}
     assert all(f"{n} " in context["quoted_context"] for n in context["citation_ids"])
+
+
+def test_v1_ask_citations_carry_the_passages_id_the_same_in_every_request(corpus):
+    from rag.ask.citations import Passage
+    from tests.api.conftest import call
+
+    question = {"question": "What did we decide about the battery?", "project_ids": ["remote"]}
+    replies = [call("POST", "/v1/ask", question) for _ in range(2)]
+
+    assert [status for status, _ in replies] == [200, 200]
+    first, second = (body["citations"] for _, body in replies)
+    assert first and [c["id"] for c in first] == [c["id"] for c in second]
+    for c in first:
+        span = Passage(c["type"], c["document_id"], "", None, c["start_char"], c["end_char"])
+        assert c["id"] == span.citation_id()

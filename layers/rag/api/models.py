@@ -384,6 +384,7 @@ class AskRequest(Strict):
 
 class Citation(BaseModel):
     n: int = Field(description="the number the answer cites as [n]")
+    id: str = Field(description="the passage's citation id: the same passage has the same id in every request")
     type: SearchType
     document_id: str
     source: Source
