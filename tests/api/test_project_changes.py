@@ -24,9 +24,9 @@ def office(db, local_embedder):
     return db
 
 
-def get_raw(path: str, tenant: str = "acme") -> tuple[int, str, str]:
+def get_raw(path: str, tenant: str = "acme", headers: dict[str, str] | None = None) -> tuple[int, str, str]:
     """Status, content type and body text of a GET through the query handler."""
-    event = http_api_event("GET", path, {}, b"", tenant, "test-key")
+    event = http_api_event("GET", path, headers or {}, b"", tenant, "test-key")
     response = load_handler_module("query").lambda_handler(event, LocalContext(function_name="query"))
     headers = {k.lower(): v for k, v in (response.get("headers") or {}).items()}
     return int(response["statusCode"]), headers.get("content-type", ""), response["body"]
@@ -125,6 +125,30 @@ def test_the_brief_as_markdown(office):
     assert text.startswith(f"# Project brief: office\n\nAs of {datetime.now(UTC).date()}.\n\n## Current decisions\n")
     assert "- We move into the Harbor Street office on March 23" in text
     assert "## Open risks\n- none open" in text and "### Ines Duarte\n" in text
+
+
+@pytest.mark.parametrize(
+    ("path", "headers", "markdown"),
+    [
+        ("/v1/projects/office/brief", {"Accept": "text/markdown"}, True),
+        ("/v1/projects/office/brief", {"accept": "text/markdown, application/json;q=0.5"}, True),
+        ("/v1/projects/office/brief", {"Accept": "application/json"}, False),
+        ("/v1/projects/office/brief?format=json", {"Accept": "text/markdown"}, False),
+        ("/v1/projects/office/brief", {}, False),
+    ],
+)
+def test_the_brief_as_the_accept_header_asks(office, path, headers, markdown):
+    status, content_type, text = get_raw(path, headers=headers)
+    assert status == 200 and content_type.startswith("text/markdown" if markdown else "application/json")
+    assert text.startswith("# Project brief: office") is markdown
+
+
+def test_the_brief_since_a_date(office):
+    status, body = call("GET", "/v1/projects/office/brief?since=2026-01-20")
+    assert status == 200 and body["since"] == "2026-01-20"
+    made = {d["meeting_date"] for d in body["changes"]["decisions_made"]}
+    assert made and min(made) >= "2026-01-20"  # the kickoff's decisions (12 January) are not changes since
+    assert call("GET", "/v1/projects/office/brief?since=yesterday")[0] == 422
 
 
 def test_the_openapi_document_describes_both_routes():

@@ -267,7 +267,7 @@ BRIEF_FORMATS = {"json": content_types.APPLICATION_JSON, "markdown": "text/markd
     tags=["catalog"],
     responses={
         200: {
-            "description": "the brief: JSON, or Markdown with ?format=markdown (every line cited)",
+            "description": "the brief: JSON, or Markdown with ?format=markdown or Accept: text/markdown (every line cited)",
             "content": {"application/json": {"model": ProjectBrief}, "text/markdown": {"schema": {"type": "string"}}},
         }
     },
@@ -275,15 +275,21 @@ BRIEF_FORMATS = {"json": content_types.APPLICATION_JSON, "markdown": "text/markd
 def project_brief(
     project_id: Annotated[str, Path(pattern=PROJECT_PATTERN)],
     days: Annotated[int, Query(ge=1, le=366, description="what changed in meetings of the last N days")] = 14,
-    format: Annotated[Literal["json", "markdown"], Query(description="json (default) or markdown")] = "json",
+    since: Annotated[date | None, Query(description="what changed in meetings from this date on (instead of days)")] = None,
+    format: Annotated[
+        Literal["json", "markdown"] | None, Query(description="json or markdown (default: from Accept, else json)")
+    ] = None,
 ) -> Response[str]:
     from rag.search.brief import brief_markdown
     from rag.search.brief import project_brief as build_brief
 
     _known_project(project_id)
-    brief = build_brief(_conn(), _tenant(), project_id, today=datetime.now(UTC).date(), days=days)
-    body = brief_markdown(brief) if format == "markdown" else ProjectBrief(**brief).model_dump_json()
-    return Response(status_code=200, content_type=BRIEF_FORMATS[format], body=body)
+    headers = app.current_event.headers or {}
+    accept = next((value for name, value in headers.items() if name.lower() == "accept"), "") if format is None else ""
+    chosen = format or ("markdown" if "text/markdown" in accept.lower() else "json")
+    brief = build_brief(_conn(), _tenant(), project_id, today=datetime.now(UTC).date(), days=days, since=since)
+    body = brief_markdown(brief) if chosen == "markdown" else ProjectBrief(**brief).model_dump_json()
+    return Response(status_code=200, content_type=BRIEF_FORMATS[chosen], body=body)
 
 
 @app.get("/v1/documents/<document_id>", summary="One document: status, error, chunk count, source", tags=["catalog"])

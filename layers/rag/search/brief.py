@@ -37,9 +37,13 @@ def project_brief(
     *,
     today: date,
     days: int = DEFAULT_DAYS,
+    since: date | None = None,
     limit: int = MAX_ITEMS,
 ) -> dict[str, Any]:
-    """The brief of one project of ``tenant_id`` as of ``today`` (newest meetings first in each list)."""
+    """The brief of one project of ``tenant_id`` as of ``today`` (newest meetings first in each list).
+
+    What changed covers meetings from ``since``, by default ``days`` before ``today``.
+    """
     from psycopg.rows import dict_row
 
     from rag.search.tasks import list_tasks
@@ -55,7 +59,7 @@ def project_brief(
             prepare=False,
         ).fetchall()
     tasks = list_tasks(conn, tenant_id, project_id=project_id, status="open", limit=limit)
-    since = today - timedelta(days=days)
+    since = since or today - timedelta(days=days)
     return {
         "project_id": project_id,
         "today": today,
