@@ -50,6 +50,8 @@ def test_the_extractive_answer_leads_with_the_current_decision_and_says_what_it_
     quotes = [line for line in answer.splitlines() if line.startswith("- ")]
     assert quotes and all(DATED_QUOTE.match(line) for line in quotes), answer  # every quote dated
     assert not any("March 2." in line or "March 16" in line for line in quotes if "current" in line)
+    others = answer.split("Other relevant passages:")[1:]
+    assert not any(day in "".join(others) for day in ("March 2.", "March 16", "March 23"))  # each said once, dated
     cited = {c["n"]: c for c in body["citations"]}
     n = int(re.search(r"\[(\d+)\]$", current).group(1))
     assert (cited[n]["type"], cited[n]["meeting_date"]) == ("decision", "2026-02-09")

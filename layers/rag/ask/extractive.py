@@ -119,12 +119,12 @@ def extractive_answer(ctx: ToolContext, question: str) -> tuple[str, int]:
         seen.add(said)
         chosen.append(i)
         per_hit[candidates[i].hit_rank] = per_hit.get(candidates[i].hit_rank, 0) + 1
-        if len(chosen) >= ctx.settings.ask_extractive_sentences:
+        if len(chosen) >= 2 * ctx.settings.ask_extractive_sentences:  # spares: a decision's history may take some
             break
-    return _quoted(ctx, [candidates[i] for i in chosen]), len(hits)
+    return _quoted(ctx, [candidates[i] for i in chosen], ctx.settings.ask_extractive_sentences), len(hits)
 
 
-def _quoted(ctx: ToolContext, chosen: list[Sentence]) -> str:
+def _quoted(ctx: ToolContext, chosen: list[Sentence], quotes: int) -> str:
     """The chosen sentences as cited lines, each with who said it, what it is now and when.
 
     A sentence of a decision that was replaced or replaced another (the decision itself, or the
@@ -162,6 +162,7 @@ def _quoted(ctx: ToolContext, chosen: list[Sentence]) -> str:
         for old in replaced:
             state = standing("decision", {"status": "superseded"}, replaced_on=replaced_on(history, old.id))
             lines.append(line(item_passage(old.item, "decision"), old.item["description"], state))
+    rest = rest[: max(quotes - len(chains), 0)]  # each decision's history stands for one quote
     if rest:
         lines.append("Other relevant passages:" if chains else "The most relevant passages:")
     for sentence in rest:
@@ -182,16 +183,21 @@ def _decisions_of(ctx: ToolContext, chosen: list[Sentence]) -> dict[int, int]:
     """The decision each chosen sentence states (keyed by ``id(sentence)``): a decision item's own, or the one extracted from its span."""
     documents = sorted({s.passage.document_id for s in chosen})
     spans = ctx.conn.execute(
-        "SELECT id, document_id::text, start_char, end_char FROM decisions WHERE tenant_id = %s AND document_id = ANY(%s::uuid[])",
+        """SELECT id, document_id::text, start_char, end_char, lower(description || ' ' || coalesce(evidence, ''))
+           FROM decisions WHERE tenant_id = %s AND document_id = ANY(%s::uuid[])""",
         (ctx.tenant_id, documents),
     ).fetchall()
     found = {}
     for sentence in chosen:
         p = sentence.passage
+        said = " ".join(sentence.text.lower().lstrip("-*• ").split())  # a notes bullet states its decision too
         if p.type == "decision" and sentence.item_id is not None:
             found[id(sentence)] = sentence.item_id
-        elif p.type == "chunk":
-            over = [d for d, doc, start, end in spans if doc == p.document_id and start < p.end_char and p.start_char < end]
+        elif p.type == "chunk":  # a sentence of the turn a decision came from, saying the decision (not its neighbours)
+            over = [
+                d for d, doc, start, end, words in spans
+                if doc == p.document_id and start < p.end_char and p.start_char < end and said in " ".join(words.split())
+            ]  # fmt: skip
             if over:
                 found[id(sentence)] = over[0]
     return found
