@@ -471,7 +471,9 @@ TOOLS: dict[str, Tool] = {
         Tool(
             "search",
             "Search the meetings and documents of the allowed projects (hybrid semantic + keyword). Returns numbered "
-            "passages with their source; cite a passage as its cite_as number, e.g. [3]. " + _ACROSS_CALLS,
+            "passages with their source and meeting date; cite a passage as its cite_as number, e.g. [3]. A decision, "
+            "risk or task has its status as later meetings left it (current, superseded by [n] or on a date, open, "
+            "closed, done); superseded decisions come last. " + _ACROSS_CALLS,
             SearchArgs,
             run_search_tool,
         ),
