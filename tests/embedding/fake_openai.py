@@ -75,6 +75,8 @@ class FakeOpenAI:
         self.chat_delay_seconds: list[float] = []
         self.embeddings_open = threading.Event()
         self.embeddings_open.set()
+        self.embeddings_held = 0  # embeddings requests waiting for embeddings_open right now
+        self.lock = threading.Lock()
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -110,7 +112,11 @@ class FakeOpenAI:
                 if self.path != "/v1/embeddings":
                     self._send(404, {"error": {"message": "not found"}})
                     return
+                with fake.lock:
+                    fake.embeddings_held += 1
                 fake.embeddings_open.wait()
+                with fake.lock:
+                    fake.embeddings_held -= 1
                 inputs = body["input"] if isinstance(body["input"], list) else [body["input"]]
                 dim = body.get("dimensions", fake.dimension)
                 data = []

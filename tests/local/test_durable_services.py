@@ -190,7 +190,9 @@ def test_a_graceful_stop_loses_no_acknowledged_upload(stuck_services):
     late_s3 = boto3.client("s3", region_name="us-east-1", endpoint_url=stuck_services.endpoint,
                            config=Config(retries={"max_attempts": 1}))  # fmt: skip
 
-    # WHEN the services are stopped right after the uploads, with uploads still coming while they stop
+    # WHEN the services are stopped right after the uploads, with uploads still coming while they stop, while the
+    # worker's batch hangs in the embedding call (a client timeout may have ended one attempt: wait for the next)
+    wait_for(lambda: stuck_services.fake.embeddings_held > 0, "the worker's batch to hang in the embedding call")
     stopping = threading.Thread(target=supervisor.stop_services, args=(settings,), kwargs={"wait_seconds": 10})
     stopping.start()
     late_acknowledged, late_refused = {}, 0
