@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from rag.config import REPO_ROOT, Settings
-from rag_local.evaluation.asking import AskingScores, UnanswerableQuery, run_asking
+from rag_local.evaluation.asking import AnswerableQuestion, AskingScores, UnanswerableQuery, run_asking
 from rag_local.evaluation.dataset import EvalQuery, Transcript
 from rag_local.evaluation.metrics import Hit, aggregate, score_query
 
@@ -286,7 +286,9 @@ def run_eval(
                     (out / f"{setting}-{mode}.scores.json").write_text(json.dumps(scores, indent=1) + "\n")
         asking = None
         if unanswerable is not None:
-            asked = [(q.qid, q.domain, q.query) for q in answerable]
+            asked = [
+                AnswerableQuestion(q.qid, q.domain, q.query, documents[q.meeting_id], list(q.relevant_turns)) for q in answerable
+            ]
             asking = run_asking(asked, unanswerable, EVAL_TENANT, progress=progress)
             if out is not None:
                 (out / "asking.json").write_text(json.dumps(asking.as_dict(), indent=1) + "\n")

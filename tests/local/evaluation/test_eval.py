@@ -145,6 +145,21 @@ def test_asking_reports_how_often_each_kind_of_question_finds_nothing(tiny_run, 
     saved = json.loads((tmp_path / "asking.json").read_text())
     assert saved["answerable_not_found_rate"] == 0.0 and saved["unanswerable_not_found_rate"] == 1.0
     assert 'answered "nothing found": answerable 0/2 (0.0%), unanswerable 2/2 (100.0%)' in format_report(report)
+    # t2's [1] is on its graded turns, t1's is not
+    assert asking.first_citation_on_gold == ["t2"]
+    assert saved["first_citation_on_gold"] == 1 and saved["first_citation_on_gold_rate"] == 0.5
+    assert "first citation on the gold turns 1/2 (50.0%) of the answered" in format_report(report)
+
+
+def test_a_first_citation_is_on_gold_when_its_meeting_and_turns_overlap_the_graded_ones():
+    from rag_local.evaluation.asking import AnswerableQuestion, on_gold
+
+    question = AnswerableQuestion("q", "p", "?", "doc-1", [(4, 6), (20, 20)])
+    cited = {"document_id": "doc-1", "start_turn": 6, "end_turn": 9}
+    assert on_gold(cited, question) and on_gold({**cited, "start_turn": 20, "end_turn": None}, question)
+    assert not on_gold({**cited, "start_turn": 7, "end_turn": 19}, question)  # between the gold ranges
+    assert not on_gold({**cited, "document_id": "doc-2"}, question)  # another meeting
+    assert not on_gold({**cited, "start_turn": None, "end_turn": None}, question)  # no turns: a document range
 
 
 def test_a_bad_unanswerable_file_is_a_clear_error(tmp_path):
