@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import date
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -228,14 +228,10 @@ def extract_with_llm(
                     kind=kind,
                     description=clip(proposed.description, 500),
                     evidence=clip(proposed.evidence, 2000),
-                    start_char=covered[0].start_char,
-                    end_char=covered[-1].end_char,
                     method="llm",
                     segment_id=segment.id,
-                    start_turn=covered[0].turn,
-                    end_turn=covered[-1].turn,
-                    speakers=tuple(dict.fromkeys(u.speaker for u in covered if u.speaker)),
                     fields=fields,
+                    **_place(covered),
                 )
             )
     changes = []
@@ -253,18 +249,25 @@ def extract_with_llm(
             KnowledgeChange(
                 change=proposed_change.change,
                 evidence=clip(proposed_change.evidence, 2000),
-                start_char=covered[0].start_char,
-                end_char=covered[-1].end_char,
                 method="llm",
                 segment_id=segment.id,
-                start_turn=covered[0].turn,
-                end_turn=covered[-1].turn,
-                speakers=tuple(dict.fromkeys(u.speaker for u in covered if u.speaker)),
                 new_value=new_value,
                 proposed_target=target,
+                **_place(covered),
             )
         )
     return Extracted(items, changes)
+
+
+def _place(covered: Sequence[Unit]) -> dict[str, Any]:
+    """Where the lines a model pointed at are: characters, turns and speakers."""
+    return {
+        "start_char": covered[0].start_char,
+        "end_char": covered[-1].end_char,
+        "start_turn": covered[0].turn,
+        "end_turn": covered[-1].turn,
+        "speakers": tuple(dict.fromkeys(u.speaker for u in covered if u.speaker)),
+    }
 
 
 def _line_number(unit: Unit, position: int, by_turn: bool) -> int:
