@@ -29,7 +29,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date
 from typing import Any
 
@@ -186,8 +186,7 @@ def link(items: Sequence[TimedItem], changes: Sequence[TimedChange], names: Iter
 
 
 def _with_subject(thing: Any, names: frozenset[str]) -> Any:
-    from dataclasses import replace
-
+    """An item or change with only its subject words (decisions also with the kind of value they set)."""
     if isinstance(thing, TimedItem) and thing.kind == "decision":  # "launch May 5", "launch May 19": a date
         return replace(thing, words=subject(thing.words, names) | value_kinds(thing.words))
     # A task's numbers are mostly its due date's ("by February 13"): not what it is about.
