@@ -169,9 +169,16 @@ def link(items: Sequence[TimedItem], changes: Sequence[TimedChange], names: Iter
                 due_date=_as_date(item.stated.get("due_date")),
             )
     candidates = sorted((i for i in items if i.kind in ("risk", "task")), key=lambda i: i.at)
+    by_word = _positions_by_word(item.words for item in candidates)
     follow_ups: dict[int, int] = {}  # a task made of a handover's or a new date's words -> the task it changes
     for change in sorted(changes, key=lambda c: c.at):
-        target = _target(change, [c for c in candidates if c.id not in follow_ups or c.kind != "task"], timeline, weights)
+        # Only items sharing a word can be linked by words; a model's named item may share none.
+        sharing = (
+            candidates
+            if change.proposed_target
+            else [candidates[p] for p in _sharing(by_word, change.words | change.context_words)]
+        )
+        target = _target(change, [c for c in sharing if c.id not in follow_ups or c.kind != "task"], timeline, weights)
         timeline.change_targets[change.id] = (target.kind, target.id) if target else None
         if target is None:
             continue
@@ -210,19 +217,43 @@ def _number(word: str) -> bool:
     return word.replace(".", "").replace(",", "").isdigit()
 
 
+def _positions_by_word(word_sets: Iterable[frozenset[str]]) -> dict[str, list[int]]:
+    """Each word and the positions of the sets holding it, in order: who can share a word with whom."""
+    positions: dict[str, list[int]] = {}
+    for position, words in enumerate(word_sets):
+        for word in words:
+            positions.setdefault(word, []).append(position)
+    return positions
+
+
+def _sharing(by_word: dict[str, list[int]], words: Iterable[str]) -> list[int]:
+    """The positions (in order) of the sets holding at least one of ``words``: a project's size does not make each
+    link compare with every item, only with those on the same subject."""
+    return sorted({p for word in words for p in by_word.get(word, ())})
+
+
 def _link_decisions(decisions: Sequence[TimedItem], timeline: Timeline, weights: Weights) -> None:
     restates: dict[int, int] = {}  # a restatement -> the decision it restates (the first statement)
+    # A decision is linked by a shared subject word (not a #date alone): only those are compared.
+    by_word = _positions_by_word(frozenset(w for w in _topic(d.words) if not w.startswith("#")) for d in decisions)
+
+    def current_before(later: TimedItem, earlier: Sequence[TimedItem]) -> list[TimedItem]:
+        return [d for d in earlier if timeline.superseded_by[d.id] is None and d.at < later.at]
+
     for position, later in enumerate(decisions):
         timeline.superseded_by[later.id] = None
-        current = [d for d in decisions[:position] if timeline.superseded_by[d.id] is None and d.at < later.at]
-        earlier = _proposed(later.stated.get("supersedes"), current) or _closest_decision(later, current, weights)
+        before = decisions[:position]
+        proposal = later.stated.get("supersedes")
+        named = _proposed(proposal, current_before(later, before)) if proposal else None
+        sharing = [decisions[p] for p in _sharing(by_word, _topic(later.words)) if p < position]
+        earlier = named or _closest_decision(later, current_before(later, sharing), weights)
         if earlier is None:
             continue
         original = restates.get(earlier.id, earlier.id)
         if _restates(later, earlier):
             restates[later.id] = original
             continue
-        for replaced in current:  # the decision and every restatement of it
+        for replaced in current_before(later, before):  # the decision and every restatement of it
             if restates.get(replaced.id, replaced.id) == original:
                 timeline.superseded_by[replaced.id] = later.id
 
