@@ -16,6 +16,12 @@
   message is retried. A key the database cannot store (a NUL) is rejected, like a key outside
   ``projects/``.
 - No connection is held while the content is read, parsed and embedded.
+- A meeting's date, title and participants come from its sidecar ``<file>.meta.json``, else the
+  object's S3 metadata, else the file's name and content (``rag.meeting_metadata``). A sidecar is
+  never a document: its creation, change or removal re-ingests the file it describes, and a write
+  also checks that the sidecar it read is still current. A sidecar that does not fit its schema
+  makes the file a ``failed`` document whose error names the sidecar. Same content with other
+  meeting fields is a changed meeting: its rows are replaced and the backfill redoes it.
 - A file too large to embed before ``embed_until`` saves the vectors it has (``ingest_checkpoints``)
   and raises ``ContinueLater``; the handler hands the event to a new invocation, which embeds only
   the rest. The write itself stays one transaction. Two chains can run for one file (S3 delivers an
@@ -40,6 +46,15 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from rag.errors import ContinueLater, InvalidObjectKey, ParseError, TransientError, is_transient
 from rag.events import ObjectChange, ObjectLocation, location_from_key
+from rag.meeting_metadata import (
+    MAX_SIDECAR_BYTES,
+    MeetingMetadata,
+    described_key,
+    from_object_metadata,
+    from_sidecar,
+    is_sidecar,
+    sidecar_key,
+)
 from rag.storable_text import describe_unstorable, first_unstorable
 from rag.store import checkpoints
 from rag.store import documents as repo
@@ -73,6 +88,21 @@ class FetchedObject:
     head: dict[str, Any]  # the GetObject response without its body: VersionId, ETag, Metadata
 
 
+@dataclass(frozen=True)
+class Sidecar:
+    """The ``<file>.meta.json`` beside a file as it was read (None fields: there is none)."""
+
+    key: str
+    data: bytes | None = None  # None: absent, or over MAX_SIDECAR_BYTES (then ``size`` says so)
+    version_id: str | None = None
+    etag: str | None = None
+    size: int = 0
+
+    @property
+    def exists(self) -> bool:
+        return self.etag is not None or self.version_id is not None
+
+
 class Ingestor:
     """Applies object changes to the database; one per warm Lambda (or worker).
 
@@ -92,7 +122,10 @@ class Ingestor:
             location = location_from_key(change.key, self.settings.default_tenant)
         except InvalidObjectKey as exc:
             return IngestResult("rejected", change.key, error=str(exc))
-        if change.action == "removed":
+        if is_sidecar(change.key):
+            # A sidecar is the meeting fields of the file beside it: any change of it re-ingests that file.
+            result = self._ingest(ObjectChange("created", change.bucket, described_key(change.key)), location, embed_until)
+        elif change.action == "removed":
             result = self._remove(change, location, embed_until)
         else:
             result = self._ingest(change, location, embed_until)
@@ -120,7 +153,7 @@ class Ingestor:
         fetched = self._get_object(change)
         if fetched is None:
             return IngestResult("skipped", change.key, error="object no longer exists; its removal event cleans up")
-        metadata = {k.lower(): v for k, v in fetched.head.get("Metadata", {}).items()}
+        sidecar = self._get_sidecar(change)
         source = repo.SourceObject(
             tenant_id=location.tenant_id,
             project_id=location.project_id,
@@ -132,21 +165,30 @@ class Ingestor:
         )
         with self.connections() as conn:
             existing = repo.find_by_key(conn, change.bucket, change.key)
-        if (
-            existing is not None
-            and source.content_sha256 is not None
-            and existing.content_sha256 == source.content_sha256
-            and existing.status != "failed"
-            and existing.embedding_model == self.embedder.model_id
-        ):
-            return self._write(source, lambda conn: _touch(conn, existing, source), "unchanged", existing.chunk_count)
-        fields = repo.DocumentFields(title=metadata.get("title") or PurePosixPath(change.key).stem)
+        fields = repo.DocumentFields(title=PurePosixPath(change.key).stem)
         try:
+            stated = stated_metadata(fetched.head, sidecar)
+            fields = repo.DocumentFields(
+                title=stated.title or fields.title, meeting_date=stated.meeting_date, participants=stated.participants or []
+            )
             if fetched.data is None:
                 size = fetched.head.get("ContentLength")
                 limit = self.settings.max_object_bytes
                 raise ParseError(f"file is {size} bytes; the limit is {limit} bytes (RAG_MAX_OBJECT_BYTES)")
-            fields, parsed, chunks, vectors = self._prepare(change, source, fetched.data, metadata, embed_until)
+            fields, parsed = self._parse(change, fetched.data, stated)
+            if (
+                existing is not None
+                and source.content_sha256 is not None
+                and existing.content_sha256 == source.content_sha256
+                and existing.status != "failed"
+                and existing.embedding_model == self.embedder.model_id
+                and existing.fields == fields
+            ):
+                unchanged = existing
+                return self._write(
+                    source, lambda conn: _touch(conn, unchanged, source), "unchanged", unchanged.chunk_count, sidecar
+                )
+            chunks, vectors = self._chunk_and_embed(source, parsed, embed_until)
             return self._write(
                 source,
                 lambda conn: repo.replace_document(
@@ -155,6 +197,7 @@ class Ingestor:
                 ),
                 "ingested",
                 len(chunks),
+                sidecar,
             )  # fmt: skip
         except repo.TenantConflict as exc:
             return IngestResult("rejected", change.key, error=str(exc))
@@ -169,37 +212,30 @@ class Ingestor:
                 logger.warning("s3://%s/%s failed permanently", change.bucket, change.key, exc_info=True)
             error = describe_failure(exc)
         try:
-            result = self._write(source, lambda conn: repo.record_failure(conn, source, fields, error), "failed", 0)
+            failed = fields
+            result = self._write(source, lambda conn: repo.record_failure(conn, source, failed, error), "failed", 0, sidecar)
         except repo.TenantConflict as exc:
             return IngestResult("rejected", change.key, error=str(exc))
         return IngestResult(**{**result.__dict__, "error": error}) if result.outcome == "failed" else result
 
-    def _prepare(
-        self,
-        change: ObjectChange,
-        source: repo.SourceObject,
-        data: bytes,
-        metadata: dict[str, str],
-        embed_until: float | None,
-    ) -> tuple[Any, Any, Any, Any]:
-        """Parse, chunk and embed: everything that needs no database."""
-        from rag.chunking import chunk_document
+    def _parse(self, change: ObjectChange, data: bytes, stated: MeetingMetadata) -> tuple[repo.DocumentFields, Any]:
+        """The parsed file and its meeting fields (what was stated first, then its name and content)."""
         from rag.parsing import parse_document
 
-        fields = document_fields(change.key, metadata)
         parsed = parse_document(data, PurePosixPath(change.key).name)
-        fields = repo.DocumentFields(
-            title=fields.title or parsed.title or PurePosixPath(change.key).stem,
-            meeting_date=fields.meeting_date or parsed.meeting_date,
-            participants=fields.participants or parsed.participants or _speakers(parsed),
-        )
+        return meeting_fields(change.key, stated, parsed), parsed
+
+    def _chunk_and_embed(self, source: repo.SourceObject, parsed: Any, embed_until: float | None) -> tuple[Any, list[Any]]:
+        """Chunks and their vectors: everything after parsing that needs no database."""
+        from rag.chunking import chunk_document
+
         chunks = chunk_document(
             parsed,
             self.embedder.count_tokens,
             max_tokens=min(self.settings.chunk_tokens, self.embedder.max_input_tokens),
             overlap_tokens=self.settings.chunk_overlap_tokens,
         )
-        return fields, parsed, chunks, self._embed(source, chunks, embed_until)
+        return chunks, self._embed(source, chunks, embed_until)
 
     def _embed(self, source: repo.SourceObject, chunks: Any, embed_until: float | None) -> list[Any]:
         """Vectors of ``chunks`` in order, batch by batch; past ``embed_until``, saved and ContinueLater."""
@@ -226,13 +262,22 @@ class Ingestor:
         return [vectors[chunk.index] for chunk in chunks]
 
     def _write(
-        self, source: repo.SourceObject, write: Callable[[psycopg.Connection], Any], outcome: Outcome, chunks: int
+        self,
+        source: repo.SourceObject,
+        write: Callable[[psycopg.Connection], Any],
+        outcome: Outcome,
+        chunks: int,
+        sidecar: Sidecar,
     ) -> IngestResult:
-        """Run ``write`` under the object's lock, if what was read is still the object's current version."""
+        """Run ``write`` under the object's lock, if what was read (the object and its sidecar) is still current."""
         with self.connections() as conn, conn.transaction():
             repo.lock_object(conn, source.bucket, source.key)
             current = self._current_version(ObjectChange("created", source.bucket, source.key))
-            if current is None or not _same_version(current, source.version_id, source.etag):
+            if (
+                current is None
+                or not _same_version(current, source.version_id, source.etag)
+                or self._sidecar_changed(sidecar, source.bucket)
+            ):
                 return IngestResult(
                     "superseded", source.key, error="the object changed or went while this event was handled; "
                     "the event of its newer state writes it"
@@ -255,6 +300,29 @@ class Ingestor:
             body.close()
             return FetchedObject(None, response)
         return FetchedObject(body.read(), response)
+
+    def _get_sidecar(self, change: ObjectChange) -> Sidecar:
+        """The file's sidecar as it is now (its bytes unread when over MAX_SIDECAR_BYTES)."""
+        key = sidecar_key(change.key)
+        try:
+            response = self.s3.get_object(Bucket=change.bucket, Key=key)
+        except self.s3.exceptions.NoSuchKey:
+            return Sidecar(key)
+        body = response.pop("Body")
+        size = response.get("ContentLength") or 0
+        if size > MAX_SIDECAR_BYTES:
+            body.close()
+            data = None
+        else:
+            data = body.read()
+        return Sidecar(key, data, response.get("VersionId"), _etag(response), size)
+
+    def _sidecar_changed(self, sidecar: Sidecar, bucket: str) -> bool:
+        """Whether the sidecar came, went or changed since it was read (its own event then writes the file)."""
+        current = self._current_version(ObjectChange("created", bucket, sidecar.key))
+        if current is None or not sidecar.exists:
+            return (current is None) != (not sidecar.exists)
+        return not _same_version(current, sidecar.version_id, sidecar.etag)
 
     def _current_version(self, change: ObjectChange) -> dict[str, Any] | None:
         """The object's current HEAD (version id, ETag), or None when it is gone (deleted, or a delete marker)."""
@@ -306,26 +374,44 @@ def describe_failure(exc: BaseException) -> str:
     return f"unexpected {type(exc).__name__} while processing this file: {exc}"
 
 
+def stated_metadata(head: dict[str, Any], sidecar: Sidecar) -> MeetingMetadata:
+    """The meeting fields its uploader stated: the sidecar's over the object's S3 metadata; ParseError if either is bad."""
+    metadata = {k.lower(): v for k, v in head.get("Metadata", {}).items()}
+    stated = from_object_metadata(metadata)
+    if not sidecar.exists:
+        return stated
+    if sidecar.data is None:
+        name = PurePosixPath(sidecar.key).name
+        raise ParseError(f"sidecar {name} is {sidecar.size} bytes; a sidecar holds at most {MAX_SIDECAR_BYTES} bytes")
+    return from_sidecar(sidecar.data, sidecar.key).over(stated)
+
+
+def meeting_fields(key: str, stated: MeetingMetadata, parsed: Any) -> repo.DocumentFields:
+    """Each field from what was stated, else the file: a date in its key, then its content; title and participants
+    from its content, else its name and its speakers."""
+    return repo.DocumentFields(
+        title=stated.title or parsed.title or PurePosixPath(key).stem,
+        meeting_date=stated.meeting_date or date_in_key(key) or parsed.meeting_date,
+        participants=stated.participants or parsed.participants or list(dict.fromkeys(t.speaker for t in parsed.turns)),
+    )
+
+
+def date_in_key(key: str) -> date | None:
+    """A YYYY-MM-DD date in the object's key (``meetings/2026-03-04-standup.txt``), if it is a real date."""
+    if match := DATE_IN_KEY.search(key):
+        try:
+            return date.fromisoformat(match[1])
+        except ValueError:
+            return None
+    return None
+
+
 def document_fields(key: str, metadata: dict[str, str]) -> repo.DocumentFields:
     """Title, meeting date and participants from S3 user metadata (or a date in the key)."""
-    raw_date = metadata.get("meeting-date")
-    meeting_date = None
-    if raw_date:
-        try:
-            meeting_date = date.fromisoformat(raw_date.strip()[:10])
-        except ValueError as exc:
-            raise ParseError(f"metadata meeting-date {raw_date!r} is not an ISO 8601 date (YYYY-MM-DD)") from exc
-    elif match := DATE_IN_KEY.search(key):
-        try:
-            meeting_date = date.fromisoformat(match[1])
-        except ValueError:
-            meeting_date = None
-    participants = [p.strip() for p in metadata.get("participants", "").split(",") if p.strip()]
-    return repo.DocumentFields(title=metadata.get("title") or None, meeting_date=meeting_date, participants=participants)
-
-
-def _speakers(parsed: Any) -> list[str]:
-    return list(dict.fromkeys(turn.speaker for turn in parsed.turns))
+    stated = from_object_metadata(metadata)
+    return repo.DocumentFields(
+        title=stated.title, meeting_date=stated.meeting_date or date_in_key(key), participants=stated.participants or []
+    )
 
 
 def build_ingestor(settings: Settings) -> Ingestor:

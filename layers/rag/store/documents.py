@@ -54,11 +54,18 @@ class StoredDocument:
     chunk_count: int
     version_id: str | None = None  # the S3 version (or, unversioned, the ETag) its rows were made from
     etag: str | None = None
+    title: str | None = None
+    meeting_date: date | None = None
+    participants: list[str] = field(default_factory=list)
+
+    @property
+    def fields(self) -> DocumentFields:
+        return DocumentFields(self.title, self.meeting_date, list(self.participants))
 
 
 @dataclass(frozen=True)
 class DocumentFields:
-    """Descriptive fields that come from S3 metadata or the parser."""
+    """Descriptive fields that come from a sidecar, S3 metadata or the parser."""
 
     title: str | None = None
     meeting_date: date | None = None
@@ -74,7 +81,8 @@ _BACKFILL_RESET = {"backfill_error": None, "backfill_attempts": 0}
 
 def find_by_key(conn: psycopg.Connection, bucket: str, key: str) -> StoredDocument | None:
     row = conn.execute(
-        """SELECT id, tenant_id, project_id, content_sha256, status, embedding_model, chunk_count, s3_version_id, etag
+        """SELECT id, tenant_id, project_id, content_sha256, status, embedding_model, chunk_count, s3_version_id, etag,
+                  title, meeting_date, coalesce(participants, '{}')
            FROM documents WHERE bucket = %s AND object_key = %s""",
         (bucket, key),
     ).fetchone()
