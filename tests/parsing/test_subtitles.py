@@ -6,7 +6,8 @@ import pytest
 
 from rag.errors import ParseError
 from rag.parsing import parse_document
-from rag.parsing.subtitles import MERGE_MAX_CHARS, seconds
+from rag.parsing.subtitles import seconds
+from rag.parsing.turns import MERGE_MAX_CHARS
 
 
 def turns_of(doc):

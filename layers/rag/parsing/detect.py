@@ -5,13 +5,16 @@ In order:
    the start -> ``srt``; a ``.vtt``/``.srt`` file with a cue timing line near the top
    -> that format.
 2. a ``.json`` file -> ``json`` (a wrong shape is an error, never plain text); any
-   other file that parses as a JSON list of turns or ``{"turns": [...]}`` -> ``json``.
-3. a ``.md`` file with headings -> ``markdown``: a structured document, even if many
+   other file that parses as a JSON list of turns, ``{"turns": [...]}`` or a speech
+   service's output (Amazon Transcribe, Whisper, AssemblyAI, Deepgram) -> ``json``.
+3. a meeting tool's text export (Zoom chat, Otter.ai, Google Meet: ``transcript_txt.TEXT_FORMATS``)
+   -> ``transcript-txt``, whose parser reads it as that export.
+4. a ``.md`` file with headings -> ``markdown``: a structured document, even if many
    of its lines look like ``Key: value`` turns.
-4. at least two lines, and 60% of the non-empty ones, are ``Speaker: text`` ->
+5. at least two lines, and 60% of the non-empty ones (timestamp lines aside), are ``Speaker: text`` ->
    ``transcript-txt`` (whatever the extension: a transcript saved as ``.md`` or
    without an extension is still a transcript).
-5. headings, or a ``.md`` extension -> ``markdown``; anything else -> ``text``.
+6. headings, or a ``.md`` extension -> ``markdown``; anything else -> ``text``.
 """
 
 from __future__ import annotations
@@ -21,10 +24,11 @@ import re
 from pathlib import PurePosixPath
 from typing import Literal
 
-from rag.parsing.json_turns import looks_like_json_turns
+from rag.parsing.json_turns import looks_like_json_transcript
+from rag.parsing.line_turns import speaker_line, time_mark
 from rag.parsing.markdown import has_headings
 from rag.parsing.subtitles import TIMING
-from rag.parsing.transcript_txt import speaker_line
+from rag.parsing.transcript_txt import text_format
 
 Format = Literal["vtt", "srt", "json", "transcript-txt", "markdown", "text"]
 
@@ -47,6 +51,8 @@ def detect_format(text: str, filename: str) -> Format:
         return "vtt" if suffix == ".vtt" else "srt"
     if suffix == ".json" or (lines[0][:1] in ("[", "{") and _json_turns(text)):
         return "json"
+    if text_format(text) is not None:
+        return "transcript-txt"
     headings = has_headings(text)
     if suffix in MARKDOWN_SUFFIXES and headings:
         return "markdown"
@@ -58,14 +64,14 @@ def detect_format(text: str, filename: str) -> Format:
 
 
 def looks_like_transcript(text: str) -> bool:
-    """At least two lines, and 60% of the non-empty ones, are ``Speaker: text`` turns."""
-    lines = [line for line in text.split("\n") if line.strip()]
+    """At least two lines, and 60% of the non-empty ones (timestamp lines aside), are ``Speaker: text`` turns."""
+    lines = [line for line in text.split("\n") if line.strip() and time_mark(line) is None]
     turns = sum(1 for line in lines if speaker_line(line) is not None)
     return turns >= 2 and turns >= TRANSCRIPT_SHARE * len(lines)
 
 
 def _json_turns(text: str) -> bool:
     try:
-        return looks_like_json_turns(json.loads(text))
+        return looks_like_json_transcript(json.loads(text))
     except (json.JSONDecodeError, RecursionError):
         return False

@@ -1,6 +1,7 @@
-"""``.json`` transcripts: ``[{speaker, text, start?, end?}, ...]`` or ``{"turns": [...], title?, meeting_date?, participants?}``.
+"""``.json`` transcripts: ``[{speaker, text, start?, end?}, ...]`` or ``{"turns": [...], title?, meeting_date?, participants?}``,
+or the JSON output of a speech service (``SERVICE_FORMATS``, each recognised by its keys).
 
-Rendered as one ``Speaker: text`` line per item. Every item is a turn, even one with
+Turns files are rendered as one ``Speaker: text`` line per item. Every item is a turn, even one with
 empty text, so turn i is always the i-th item of the file's list. A ``\u0000`` or a lone
 surrogate escape anywhere in the file (a value or a key) is refused, naming where: no
 database text can hold it.
@@ -16,12 +17,17 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from rag.errors import ParseError
+from rag.parsing import assemblyai, deepgram, transcribe, whisper
+from rag.parsing.json_format import JsonFormat
 from rag.parsing.model import ParsedDocument
-from rag.parsing.turns import UNKNOWN, render_turns
+from rag.parsing.turns import render_turns, speakers_of
 from rag.storable_text import describe_unstorable, first_unstorable
 
 SHAPE = 'a list of {"speaker", "text", "start"?, "end"?} turns or {"turns": [...]}'
 MAX_REPORTED_ERRORS = 3
+# In the order they are tried: Transcribe's and Deepgram's "results" hold different keys.
+SERVICE_FORMATS: tuple[JsonFormat, ...] = (transcribe.FORMAT, deepgram.FORMAT, assemblyai.FORMAT, whisper.FORMAT)
+ACCEPTED = "or the JSON output of " + ", ".join(f.describe() for f in SERVICE_FORMATS)
 # The escapes that decode to a NUL or a surrogate: the decoded text holds neither otherwise.
 UNSTORABLE_ESCAPE = re.compile(r"\\u(?:0000|[dD][89a-fA-F][0-9a-fA-F]{2})")
 
@@ -50,11 +56,20 @@ class JsonTranscript(BaseModel):
         return value[:10] if isinstance(value, str) and len(value) > 10 and value[10] in "T " else value
 
 
-def looks_like_json_turns(value: Any) -> bool:
-    """The shape this parser reads, judged before validation (content detection)."""
+def looks_like_json_transcript(value: Any) -> bool:
+    """A shape this parser reads, judged before validation (content detection)."""
+    if service_format(value) is not None:
+        return True
     if isinstance(value, dict):
         value = value.get("turns")
     return isinstance(value, list) and bool(value) and all(isinstance(v, dict) and "text" in v for v in value[:20])
+
+
+def service_format(value: Any) -> JsonFormat | None:
+    """The speech service whose output ``value`` is (a ``turns`` key says it is a turns file)."""
+    if not isinstance(value, dict) or "turns" in value:
+        return None
+    return next((fmt for fmt in SERVICE_FORMATS if fmt.matches(value)), None)
 
 
 def parse_json_text(text: str, name: str) -> ParsedDocument:
@@ -66,7 +81,8 @@ def parse_json_text(text: str, name: str) -> ParsedDocument:
         raise ParseError(f"{name}: JSON nested too deeply; expected {SHAPE}") from exc
     if UNSTORABLE_ESCAPE.search(text):
         refuse_unstorable(value, name)
-    return parse_json_turns(value, name)
+    service = service_format(value)
+    return service.parse(value, name) if service else parse_json_turns(value, name)
 
 
 def refuse_unstorable(value: Any, name: str) -> None:
@@ -94,7 +110,9 @@ def parse_json_turns(value: Any, name: str) -> ParsedDocument:
     try:
         transcript = JsonTranscript.model_validate({"turns": value} if listed else value)
     except ValidationError as exc:
-        raise ParseError(f"{name}: expected {SHAPE}; {_summary(exc, listed)}") from exc
+        # A dict without "turns" may have been meant as any accepted shape: name them all.
+        expected = SHAPE if listed or "turns" in value else f"{SHAPE}, {ACCEPTED}"
+        raise ParseError(f"{name}: expected {expected}; {_summary(exc, listed)}") from exc
     if not transcript.turns:
         raise ParseError(f"{name}: the transcript has no turns")
     text, turns = render_turns(((t.speaker or "", t.text, t.start, t.end) for t in transcript.turns), keep_empty=True)
@@ -105,7 +123,7 @@ def parse_json_turns(value: Any, name: str) -> ParsedDocument:
         turns=turns,
         title=transcript.title,
         meeting_date=transcript.meeting_date,
-        participants=transcript.participants or [s for s in dict.fromkeys(t.speaker for t in turns) if s != UNKNOWN],
+        participants=transcript.participants or speakers_of(turns),
     )
 
 

@@ -15,10 +15,9 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from rag.errors import ParseError
+from rag.parsing.line_turns import speaker_line
 from rag.parsing.model import ParsedDocument
-from rag.parsing.transcript_txt import speaker_line
-from rag.parsing.turns import UNKNOWN, render_turns
+from rag.parsing.turns import UNKNOWN, merge_consecutive, seconds, transcript_of
 
 CaptionFormat = Literal["vtt", "srt"]
 
@@ -28,7 +27,6 @@ VOICE = re.compile(r"<v(?:\.[^\s.>]+)*[ \t]+([^>]*)>")
 # Markup that is not text: tags (<b>, </v>, <c.yellow>, <font ...>), cue timestamps
 # (<00:00:01.500>) and SSA overrides some SRT files carry ({\an8}).
 MARKUP = re.compile(r"</?[A-Za-z][^>]*>|<\d[\d:.]*>|\{\\[^}]*\}")
-MERGE_MAX_CHARS = 1000
 
 
 @dataclass
@@ -39,32 +37,10 @@ class _Cue:
 
 
 def parse_captions(text: str, name: str, fmt: CaptionFormat) -> ParsedDocument:
-    raw: list[tuple[str, str, float, float]] = []
-    for cue in _cues(text):
-        for speaker, utterance in _voices("\n".join(cue.lines)):
-            last = raw[-1] if raw else None
-            if last is not None and speaker != UNKNOWN and last[0] == speaker and len(last[1]) + len(utterance) < MERGE_MAX_CHARS:
-                raw[-1] = (speaker, f"{last[1]} {utterance}", last[2], cue.end)
-            else:
-                raw.append((speaker, utterance, cue.start, cue.end))
-    rendered, turns = render_turns(raw)
-    if not turns:
-        raise ParseError(f"{name}: no caption cues with text found")
-    return ParsedDocument(
-        kind="transcript",
-        format=fmt,
-        text=rendered,
-        turns=turns,
-        participants=[s for s in dict.fromkeys(t.speaker for t in turns) if s != UNKNOWN],
-    )
-
-
-def seconds(stamp: str) -> float:
-    """``01:02:03,004`` / ``02:03.5`` / ``00:01`` -> seconds."""
-    value = 0.0
-    for part in stamp.replace(",", ".").split(":"):
-        value = value * 60 + float(part)
-    return round(value, 3)
+    raw = [
+        (speaker, utterance, cue.start, cue.end) for cue in _cues(text) for speaker, utterance in _voices("\n".join(cue.lines))
+    ]
+    return transcript_of(merge_consecutive(raw), name, fmt, empty="no caption cues with text found")
 
 
 def _cues(text: str) -> list[_Cue]:

@@ -1,64 +1,59 @@
-"""``.txt`` transcripts: one ``Speaker: text`` turn per line.
+"""``.txt`` transcripts: one ``Speaker: text`` turn per line, or a meeting tool's text export.
 
 Turn i is the i-th turn line (0-based); blank lines are skipped and never shift the
 numbering. A non-empty line without a speaker continues the turn before it (its text
-is appended and the turn's span extended); lines before the first turn are a preamble
-whose first line is the title. The document text is the decoded file as is, so a
-turn's ``start_char:end_char`` is its own line(s) in the original.
+is appended and the turn's span extended); a line holding only a timestamp is the start
+time of the turn after it; lines before the first turn are a preamble whose first line
+is the title. The document text is the decoded file as is, so a turn's
+``start_char:end_char`` is its own line(s) in the original.
+
+Exports with a shape of their own (``TEXT_FORMATS``: Zoom's chat, Otter.ai, Google Meet)
+are recognised from their content and read by their own parsers.
 """
 
 from __future__ import annotations
 
-import re
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from rag.errors import ParseError
-from rag.parsing.model import ParsedDocument, Turn
+from rag.parsing import google_meet, otter, zoom_chat
+from rag.parsing.line_turns import scan_turns, speaker_line, speaker_opening
+from rag.parsing.model import ParsedDocument
 
-# A name starts with a letter (so "10:30 ..." is no speaker) and has at most six words:
-# "Project Manager", "Speaker 1", "Dr. Smith", "PhD C", "Jean-Luc O'Neill".
-_NAME = r"[^\W\d_][\w.'’&/-]*(?:[ \t]+[\w.'’&/-]+){0,5}"
-# An optional role in parentheses, nested once, as in parliamentary records:
-# "The Chair (Hon. Anthony Rota (Nipissing, Lib.))".
-_ROLE = r"\((?:[^()\n:]|\([^()\n:]*\))*\)"
-# The utterance may be empty ("PhD A: "): that line is still a turn, so numbering holds.
-SPEAKER_LINE = re.compile(rf"^[ \t]*(?P<speaker>(?P<name>{_NAME})(?:[ \t]*{_ROLE})?)[ \t]*:(?:[ \t]+(?P<text>.*?))?[ \t]*$")
-MAX_NAME_CHARS = 60
-MAX_SPEAKER_CHARS = 160
+__all__ = ["TEXT_FORMATS", "TextFormat", "parse_transcript_txt", "speaker_line", "text_format"]
 
 
-def speaker_line(line: str) -> tuple[str, str] | None:
-    """``(speaker, utterance)`` when ``line`` is a ``Speaker: text`` turn, else None."""
-    match = SPEAKER_LINE.match(line)
-    if match is None or len(match["name"]) > MAX_NAME_CHARS or len(match["speaker"]) > MAX_SPEAKER_CHARS:
-        return None
-    return " ".join(match["speaker"].split()), match["text"] or ""
+@dataclass(frozen=True)
+class TextFormat:
+    matches: Callable[[str], bool]
+    parse: Callable[[str, str], ParsedDocument]
+
+
+# The most particular first: a Google Meet transcript is ``Speaker: text`` lines too.
+TEXT_FORMATS = (
+    TextFormat(zoom_chat.matches, zoom_chat.parse),
+    TextFormat(otter.matches, otter.parse),
+    TextFormat(google_meet.matches, google_meet.parse),
+)
+
+
+def text_format(text: str) -> TextFormat | None:
+    """The meeting tool export ``text`` is, if any."""
+    return next((fmt for fmt in TEXT_FORMATS if fmt.matches(text)), None)
 
 
 def parse_transcript_txt(text: str, name: str) -> ParsedDocument:
-    turns: list[Turn] = []
-    preamble: list[str] = []
-    offset = 0
-    for line in text.split("\n"):
-        start, end = offset, offset + len(line)
-        offset = end + 1
-        if not line.strip():
-            continue
-        if parsed := speaker_line(line):
-            speaker, utterance = parsed
-            turns.append(Turn(len(turns), speaker, utterance, start, end))
-        elif turns:
-            last = turns[-1]
-            joined = f"{last.text} {line.strip()}" if last.text else line.strip()
-            turns[-1] = Turn(last.index, last.speaker, joined, last.start_char, end)
-        else:
-            preamble.append(line.strip())
-    if not turns:
+    if (export := text_format(text)) is not None:
+        return export.parse(text, name)
+    found = scan_turns(text, speaker_opening)
+    if not found.turns:
         raise ParseError(f"{name}: no 'Speaker: text' lines found")
     return ParsedDocument(
         kind="transcript",
         format="transcript-txt",
         text=text,
-        turns=turns,
-        title=preamble[0][:200] if preamble else None,
-        participants=list(dict.fromkeys(t.speaker for t in turns)),
+        turns=found.turns,
+        title=found.preamble[0][:200] if found.preamble else None,
+        participants=list(dict.fromkeys(t.speaker for t in found.turns)),
     )
