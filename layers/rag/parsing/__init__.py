@@ -1,9 +1,12 @@
-"""bytes -> ParsedDocument: decode, detect the format from the content, run its parser."""
+"""bytes -> ParsedDocument: a PDF or .docx has its text extracted, other files are decoded as UTF-8; the
+format of the text is detected from the content and its parser runs. Formats no parser reads fail naming
+themselves (rag.parsing.containers)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+from rag.parsing.containers import container_format
 from rag.parsing.decode import decode_text
 from rag.parsing.detect import Format, detect_format
 from rag.parsing.json_turns import parse_json_text
@@ -36,5 +39,19 @@ PARSERS: dict[Format, Callable[[str, str], ParsedDocument]] = {
 
 def parse_document(data: bytes, filename: str) -> ParsedDocument:
     """Parse a file's bytes; ParseError (naming ``filename``) when it cannot be read."""
-    text = decode_text(data, filename)
+    container = container_format(data, filename)
+    # pypdf and python-docx (with lxml) load only when such a file arrives: no cold start pays for them.
+    if container == "pdf":
+        from rag.parsing.pdf import parse_pdf
+
+        return parse_pdf(data, filename, parse_text)
+    if container == "docx":
+        from rag.parsing.word import parse_docx
+
+        return parse_docx(data, filename, parse_text)
+    return parse_text(decode_text(data, filename), filename)
+
+
+def parse_text(text: str, filename: str) -> ParsedDocument:
+    """Parse decoded (or extracted) text in the format its content shows."""
     return PARSERS[detect_format(text, filename)](text, filename)
