@@ -44,6 +44,7 @@ class MeetingRagStack(cdk.Stack):
         self.ingest = Ingest(self, "Ingest", resources=resources)
         self.query = QueryApi(self, "Query", resources=resources)
         self.backfill = Backfill(self, "Backfill", resources=resources)
+        self.backfill.started_after_ingest(self.ingest.function)
         # The first rotation of the functions' secret needs the role the migrator creates.
         self.database.app_rotation.node.add_dependency(self.migrations.resource)
         for function in [self.ingest.function, self.query.function, *self.backfill.functions.values()]:

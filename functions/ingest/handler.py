@@ -7,6 +7,8 @@ exponential backoff (``rag.queue_retry``), and a file that can never be ingested
 document, not a retry. A file too large to embed in one invocation is continued by a new message.
 A later record of a batch that finds too little time left is not started: it comes back within
 seconds (``rag.queue_retry.defer``) for a fresh invocation, and is no error.
+An invocation that stored a document starts the backfill state machine unless an execution runs
+(``rag.backfill_trigger``); a start that fails is logged, never the batch's failure.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from rag.aws import sqs_client
+from rag.backfill_trigger import start_backfill_after_ingest
 from rag.config import get_settings
 from rag.errors import ContinueLater, is_transient
 from rag.events import ObjectChange, changes_from_event, changes_from_sqs_body, event_shape
@@ -39,6 +42,7 @@ EMBED_SHARE = 0.6
 # of a batch with less left is deferred; the first always starts, whatever the function's timeout.
 MIN_SECONDS_TO_START = 20
 _started_in: str | None = None  # request id of the invocation whose first record has started
+_stored = False  # whether this invocation stored a document: then it starts the backfill
 
 
 class NotStarted(Exception):
@@ -65,6 +69,8 @@ def apply_change(ingestor: Ingestor, change: ObjectChange, embed_until: float) -
                 result.outcome, extra={"document_id": result.document_id, "chunks": result.chunks, "detail": result.error}
             )
         if result.outcome == "ingested":
+            global _stored
+            _stored = True
             metrics.add_metric(name="DocumentsIngested", unit=MetricUnit.Count, value=1)
             metrics.add_metric(name="ChunksWritten", unit=MetricUnit.Count, value=result.chunks)
         elif result.outcome == "failed":
@@ -106,6 +112,16 @@ def ingest_record(record: SQSRecord, embed_until: float) -> None:
         raise
 
 
+def start_backfill_if_stored() -> None:
+    """Documents stored in this invocation: start the backfill now rather than at the next schedule."""
+    if not _stored:
+        return
+    started = start_backfill_after_ingest(get_settings())
+    logger.info("backfill after ingest", extra={"backfill": started})
+    if started == "failed":
+        metrics.add_metric(name="BackfillStartFailed", unit=MetricUnit.Count, value=1)
+
+
 def database_is_reachable() -> bool:
     try:
         with connection(get_settings()):
@@ -121,6 +137,8 @@ def database_is_reachable() -> bool:
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    global _stored
+    _stored = False
     if event_shape(event) == "sqs":
         # Connect before touching any record: a database that is down fails the whole batch at
         # once (each message backed off), rather than each record after its own connect timeout.
@@ -130,9 +148,14 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
                 back_off(sqs_client(get_settings()), record)
             metrics.add_metric(name="IngestErrors", unit=MetricUnit.Count, value=len(records))
             return {"batchItemFailures": [{"itemIdentifier": record["messageId"]} for record in records]}
-        return process_partial_response(event=event, record_handler=record_handler, processor=processor, context=context)
+        response = process_partial_response(event=event, record_handler=record_handler, processor=processor, context=context)
+        start_backfill_if_stored()
+        return response
     ingestor = build_ingestor(get_settings())
     embed_until = embed_deadline(context.get_remaining_time_in_millis() / 1000)
-    for change in changes_from_event(event):
-        apply_change(ingestor, change, embed_until)
+    try:
+        for change in changes_from_event(event):
+            apply_change(ingestor, change, embed_until)
+    finally:
+        start_backfill_if_stored()
     return {"batchItemFailures": []}

@@ -1,10 +1,14 @@
-"""The backfill: three stage Lambdas, the Step Functions machine that loops them, an EventBridge schedule."""
+"""The backfill: three stage Lambdas, the Step Functions machine that loops them, an EventBridge schedule,
+and the start after ingest (the ingest function starts the machine once it stored documents)."""
 
 from __future__ import annotations
+
+import json
 
 import aws_cdk as cdk
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
@@ -55,6 +59,12 @@ class Backfill(Construct):
         # The construct fixes its log retention (a month): the stage's retention applies here too.
         machine.log_group.node.default_child.add_property_override("RetentionInDays", config.log_retention_days)
 
+        # What the schedule starts, and the ingest function after it stored documents (rag.backfill_trigger).
+        self.execution_input = {
+            "stages": list(STAGES),
+            "batch_size": config.backfill_batch_size,
+            "max_iterations": config.backfill_max_iterations,
+        }
         self.schedule = events.Rule(
             self,
             "Schedule",
@@ -64,13 +74,19 @@ class Backfill(Construct):
             targets=[
                 targets.SfnStateMachine(
                     self.state_machine,
-                    input=events.RuleTargetInput.from_object(
-                        {
-                            "stages": list(STAGES),
-                            "batch_size": config.backfill_batch_size,
-                            "max_iterations": config.backfill_max_iterations,
-                        }
-                    ),
+                    input=events.RuleTargetInput.from_object(self.execution_input),
                 )
             ],
+        )
+
+    def started_after_ingest(self, function: lambda_.Function) -> None:
+        """``function`` (the ingest) starts this machine once it stored documents, when no execution runs:
+        it may list this machine's executions and start one, nothing else of Step Functions."""
+        function.add_environment("RAG_BACKFILL_STATE_MACHINE_ARN", self.state_machine.state_machine_arn)
+        function.add_environment("RAG_BACKFILL_EXECUTION_INPUT", json.dumps(self.execution_input, sort_keys=True))
+        function.add_to_role_policy(
+            iam.PolicyStatement(
+                actions=["states:ListExecutions", "states:StartExecution"],
+                resources=[self.state_machine.state_machine_arn],
+            )
         )

@@ -22,3 +22,7 @@ def s3_client(settings: Settings) -> Any:
 
 def sqs_client(settings: Settings) -> Any:
     return _client("sqs", settings.aws_region, settings.aws_endpoint_url)
+
+
+def stepfunctions_client(settings: Settings) -> Any:
+    return _client("stepfunctions", settings.aws_region, settings.aws_endpoint_url)

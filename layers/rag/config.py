@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import AliasChoices, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -208,6 +208,16 @@ class Settings(BaseSettings):
     aws_endpoint_url: str | None = Field(default=None, validation_alias=AliasChoices("AWS_ENDPOINT_URL", "RAG_AWS_ENDPOINT_URL"))
     aws_region: str = Field(
         default="us-east-1", validation_alias=AliasChoices("AWS_REGION", "AWS_DEFAULT_REGION", "RAG_AWS_REGION")
+    )
+
+    # --- the backfill after ingest ---------------------------------------------
+    backfill_state_machine_arn: str | None = Field(
+        default=None,
+        description="the backfill state machine the ingest function starts once it stored documents, unless an"
+        " execution is running (rag.backfill_trigger); unset: only the schedule starts it",
+    )
+    backfill_execution_input: dict[str, Any] = Field(
+        default_factory=dict, description="the input of such a start (JSON): the schedule's stages, batch_size, max_iterations"
     )
 
     # --- local services (rag up) ----------------------------------------------

@@ -79,3 +79,30 @@ def test_the_largest_settings_are_accepted() -> None:
         "dev", {"backfill_max_iterations": "1000", "backfill_batch_size": "500", "backfill_idle_wait_seconds": "0"}
     )
     assert (config.backfill_max_iterations, config.backfill_batch_size, config.backfill_idle_wait_seconds) == (1000, 500, 0)
+
+
+def test_the_ingest_function_may_start_the_machine_after_ingest_and_nothing_else_of_step_functions(stage: Synthesized) -> None:
+    from tests.infra.test_security import as_list, function_named, statements
+
+    (machine,) = stage.resources("AWS::StepFunctions::StateMachine")
+    ingest = function_named(stage, "handler.lambda_handler", "S3 changes")
+    variables = ingest["Environment"]["Variables"]
+    assert variables["RAG_BACKFILL_STATE_MACHINE_ARN"] == {"Ref": machine}
+    # The schedule's input: a start after ingest runs the same stages, batches and bounds.
+    (rule,) = stage.resources("AWS::Events::Rule").values()
+    schedule_input = json.loads(rule["Properties"]["Targets"][0]["Input"])
+    assert (
+        json.loads(variables["RAG_BACKFILL_EXECUTION_INPUT"])
+        == schedule_input
+        == {
+            "stages": list(STAGES),
+            "batch_size": stage.config.backfill_batch_size,
+            "max_iterations": stage.config.backfill_max_iterations,
+        }
+    )
+    granted = [
+        (sorted(as_list(s["Action"])), [resolve_strings(r) for r in as_list(s["Resource"])])
+        for name, s in statements(stage)
+        if name.startswith("IngestFunctionRole") and any(a.startswith("states:") for a in as_list(s["Action"]))
+    ]
+    assert granted == [(["states:ListExecutions", "states:StartExecution"], [f"<{machine}>"])]
