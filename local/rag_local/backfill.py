@@ -1,13 +1,19 @@
-"""`rag backfill`: the stage handlers of functions/backfill/handler.py driven locally, with progress bars."""
+"""`rag backfill`: the stage handlers of functions/backfill/handler.py driven locally, with progress bars;
+and `rag up`'s backfill after ingest (``follow_ingest``)."""
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sys
+import threading
 from typing import Any
 
 from rag.config import Settings
+
+logger = logging.getLogger("rag.backfill")
+STAGES = ("segment", "embed", "extract")
 
 
 def quiet_powertools() -> None:
@@ -89,3 +95,26 @@ def run_backfill_in_state_machine(stages: list[str], batch_size: int, max_iterat
         or any(r["failed_total"] for r in output.get("results", {}).values())
     )
     return 1 if failed else 0
+
+
+def follow_ingest(settings: Settings, wanted: threading.Event, stop: threading.Event) -> None:
+    """`rag up`'s backfill: each time ``wanted`` is set (the worker delivered a batch), every stage until nothing
+    is pending, until ``stop``. A `rag backfill` running meanwhile shares the work (each claims other documents)."""
+    while not stop.is_set():
+        if not wanted.wait(timeout=1):
+            continue
+        wanted.clear()
+        try:
+            if pending(settings):
+                run_backfill(settings, list(STAGES), until_complete=True, progress=False)
+        except Exception:  # the next batch tries again; the worker must keep ingesting
+            logger.exception("the backfill after ingest failed; it runs again after the next batch")
+
+
+def pending(settings: Settings) -> int:
+    """Documents any stage has still to do."""
+    from rag.store.backfill_queue import count_remaining
+    from rag.store.connection import connect, resolve_database_url
+
+    with connect(resolve_database_url(settings)) as conn:
+        return sum(count_remaining(conn, stage, settings.embedding_model_id) for stage in STAGES)

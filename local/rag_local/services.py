@@ -1,4 +1,5 @@
-"""The local AWS side: moto (S3 + SQS) on 127.0.0.1 and the queue worker, in one background process.
+"""The local AWS side: moto (S3 + SQS) on 127.0.0.1, the queue worker and the backfill that follows it, in one
+background process.
 
 ``rag up`` starts ``python -m rag_local.services``; ``rag down`` stops it (SIGTERM). moto keeps its
 state in memory: each S3 write is mirrored to disk before moto acknowledges it
@@ -152,10 +153,19 @@ def main() -> None:
     api = make_server(settings)
     threading.Thread(target=api.serve_forever, name="query-api", daemon=True).start()
     logger.info("query API on http://127.0.0.1:%d", settings.local_api_port)
+    # The backfill follows ingest, as the ingest function starts the state machine in AWS.
+    from rag_local.backfill import follow_ingest
+
+    backfill_wanted = threading.Event()
+    threading.Thread(target=follow_ingest, args=(settings, backfill_wanted, stop), name="backfill", daemon=True).start()
     print("ready", flush=True)
     try:
         # Returns once SIGTERM set `stop` and the batch in hand is done (`rag down` kills it if that takes too long).
-        worker.run(sqs, queue.url, queue.arn, handler, stop, before_batch=lambda batch: durable.mirror_created(s3, mirror, batch))
+        worker.run(
+            sqs, queue.url, queue.arn, handler, stop,
+            before_batch=lambda batch: durable.mirror_created(s3, mirror, batch),
+            after_batch=lambda _: backfill_wanted.set(),
+        )  # fmt: skip
     finally:
         stop.set()
         flusher.join()  # S3 writes refused, and the bucket on disk, before moto's memory goes

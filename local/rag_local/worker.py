@@ -4,7 +4,8 @@ Same batch shape (``{"Records": [...]}`` with ``eventSource: aws:sqs``), and onl
 messages the handler did not report in ``batchItemFailures`` are deleted; the others
 come back after the visibility timeout and land in the DLQ after maxReceiveCount.
 A ``before_batch`` hook sees each batch first (``rag up`` mirrors the new objects to disk
-there, so they survive a restart: see ``rag_local.durable``).
+there, so they survive a restart: see ``rag_local.durable``); an ``after_batch`` hook sees what each
+delivery did (``rag up`` wakes its backfill there: ``rag_local.backfill.follow_ingest``).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ INGEST_TIMEOUT_MS = 120_000  # the ingest function's timeout in AWS (infra/confi
 
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
 BatchHook = Callable[[list[dict[str, Any]]], None]
+DeliveryHook = Callable[["Delivery"], None]
 
 
 def sqs_lambda_record(message: dict[str, Any], queue_arn: str, region: str) -> dict[str, Any]:
@@ -84,12 +86,20 @@ def poll_once(
 
 
 def run(
-    sqs: Any, queue_url: str, queue_arn: str, handler: Handler, stop: threading.Event, before_batch: BatchHook | None = None
+    sqs: Any,
+    queue_url: str,
+    queue_arn: str,
+    handler: Handler,
+    stop: threading.Event,
+    before_batch: BatchHook | None = None,
+    after_batch: DeliveryHook | None = None,
 ) -> None:
-    """Poll until ``stop`` is set."""
+    """Poll until ``stop`` is set; ``after_batch`` after each batch delivered."""
     while not stop.is_set():
         try:
-            poll_once(sqs, queue_url, queue_arn, handler, wait_seconds=1, before_batch=before_batch)
+            delivery = poll_once(sqs, queue_url, queue_arn, handler, wait_seconds=1, before_batch=before_batch)
+            if delivery.received and after_batch is not None:
+                after_batch(delivery)
         except Exception:
             logger.exception("polling the queue failed; retrying in 2 s")
             stop.wait(2)

@@ -77,3 +77,33 @@ def test_a_handler_crash_leaves_the_whole_batch_for_redelivery(aws):
     assert delivery.received >= 1 and delivery.failed == delivery.received
     attrs = sqs.get_queue_attributes(QueueUrl=queue.url, AttributeNames=["All"])["Attributes"]
     assert int(attrs["ApproximateNumberOfMessagesNotVisible"]) >= 1
+
+
+def test_the_worker_tells_after_each_delivered_batch_and_not_after_an_empty_poll(aws):
+    import threading
+
+    s3, sqs, queue = aws
+    stop = threading.Event()
+    deliveries = []
+
+    def after_batch(delivery):
+        deliveries.append(delivery)
+        stop.set()  # one batch is enough
+
+    s3.put_object(Bucket="bucket", Key="projects/p/a.txt", Body=b"A: hi")
+    worker_run(sqs, queue, lambda event, context: {"batchItemFailures": []}, stop, after_batch)
+
+    assert [(d.received, d.failed) for d in deliveries] == [(2, 0)]  # the s3:TestEvent and the object
+
+    stop.clear()
+    polls = []
+    timer = threading.Timer(1.5, stop.set)  # two empty polls, then the test ends the worker
+    timer.start()
+    worker_run(sqs, queue, lambda event, context: polls.append(event) or {"batchItemFailures": []}, stop, after_batch)
+    assert polls == [] and len(deliveries) == 1
+
+
+def worker_run(sqs, queue, handler, stop, after_batch):
+    from rag_local.worker import run
+
+    run(sqs, queue.url, queue.arn, handler, stop, after_batch=after_batch)

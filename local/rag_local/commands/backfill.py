@@ -16,11 +16,17 @@ def register(subparsers: Subparsers) -> None:
         "backfill",
         help="run the backfill stages (segment, embed, extract) through their Lambda handlers",
         description="Runs the stage handlers of functions/backfill/handler.py in-process, as the state machine "
-        "does: segment (raw_ingested -> segmented), embed (-> embedded), extract (-> extracted). Without "
-        "--run-until-complete each stage runs one batch. Exit status 1 if a document failed.",
+        "does: segment (raw_ingested -> segmented), embed (-> embedded), extract (-> extracted), each stage "
+        "batch after batch until nothing is pending (--one-batch: one batch per stage), with a progress bar. "
+        "`rag up`'s worker runs the same after it ingested files. Exit status 1 if a document failed.",
     )
     backfill.add_argument("--stage", choices=["segment", "embed", "extract"], help="only this stage (default: all, in order)")
-    backfill.add_argument("--run-until-complete", action="store_true", help="repeat batches until nothing is left")
+    backfill.add_argument(
+        "--one-batch", action="store_true", help="run one batch per stage, then stop (default: until nothing is pending)"
+    )
+    backfill.add_argument(
+        "--run-until-complete", action="store_true", help=argparse.SUPPRESS
+    )  # accepted as before: until complete is the default
     backfill.add_argument("--limit", type=int, metavar="N", help="process at most N documents per stage")
     backfill.add_argument("--batch-size", type=int, default=10, metavar="N", help="documents per batch (default 10)")
     backfill.add_argument(
@@ -52,7 +58,7 @@ def backfill_command(args: argparse.Namespace, settings: Settings) -> int:
         settings,
         stages,
         batch_size=args.batch_size,
-        until_complete=args.run_until_complete,
+        until_complete=not args.one_batch,
         limit=args.limit,
         progress=not args.quiet,
     )
