@@ -388,11 +388,13 @@ def stated_metadata(head: dict[str, Any], sidecar: Sidecar) -> MeetingMetadata:
 
 def meeting_fields(key: str, stated: MeetingMetadata, parsed: Any) -> repo.DocumentFields:
     """Each field from what was stated, else the file: a date in its key, then its content; title and participants
-    from its content, else its name and its speakers."""
+    from its content, else its name and its named speakers ("Unknown" is nobody)."""
+    from rag.parsing.turns import speakers_of  # loaded already: the file was just parsed
+
     return repo.DocumentFields(
         title=stated.title or parsed.title or PurePosixPath(key).stem,
         meeting_date=stated.meeting_date or date_in_key(key) or parsed.meeting_date,
-        participants=stated.participants or parsed.participants or list(dict.fromkeys(t.speaker for t in parsed.turns)),
+        participants=stated.participants or parsed.participants or speakers_of(parsed.turns),
     )
 
 
