@@ -42,6 +42,7 @@ def handler(s3, db, local_embedder):
         ("deepgram_paragraphs.json", "launch-sync.json", "deepgram", ["Speaker 0", "Speaker 1"], 3),
         ("otter.txt", "launch-sync.txt", "otter", ["Sofia Ruiz", "Liam Chen", "Priya Nair"], 3),
         ("google_meet.txt", "launch-sync.txt", "google-meet", ["Liam Chen", "Priya Nair", "Sofia Ruiz"], 4),
+        ("google_meet_gemini.txt", "launch-sync.txt", "google-meet", ["Sofia Ruiz", "Liam Chen", "Priya Nair"], 4),
         ("zoom_chat.txt", "meeting_saved_chat.txt", "zoom-chat", ["Sofia Ruiz", "Liam Chen", "Priya Nair"], 3),
         ("zoom_chat_cloud.txt", "chat.txt", "zoom-chat", ["Sofia Ruiz", "Liam Chen", "Priya Nair"], 3),
         ("zoom.vtt", "launch-sync.vtt", "vtt", ["Sofia Ruiz", "Liam Chen"], 3),

@@ -49,6 +49,7 @@ def assert_rendered(doc: ParsedDocument) -> None:
         ("deepgram_paragraphs.json", "deepgram"),
         ("otter.txt", "otter"),
         ("google_meet.txt", "google-meet"),
+        ("google_meet_gemini.txt", "google-meet"),
         ("zoom_chat.txt", "zoom-chat"),
         ("zoom_chat_cloud.txt", "zoom-chat"),
         ("zoom.vtt", "vtt"),
@@ -84,6 +85,16 @@ def test_amazon_transcribe_older_output_labels_speakers_only_in_segments():
         ("spk_1", SAID[1], 4.82),
         ("spk_0", SAID[2], 8.42),
     ]
+
+
+def test_amazon_transcribe_channel_identification_names_the_channels():
+    # A call transcribed with ChannelIdentification: channel labels, no speaker labels.
+    value = json.loads((SERVICES / "amazon_transcribe.json").read_text())
+    del value["results"]["speaker_labels"], value["results"]["audio_segments"]
+    for item in value["results"]["items"]:
+        item["channel_label"] = item.pop("speaker_label").replace("spk_", "ch_")
+    doc = parse_document(json.dumps(value).encode(), "call.json")
+    assert [(t.speaker, t.text) for t in doc.turns] == [("ch_0", SAID[0]), ("ch_1", SAID[1]), ("ch_0", SAID[2])]
 
 
 def test_amazon_transcribe_audio_segments_alone_and_no_speakers():
@@ -208,6 +219,21 @@ def test_google_meet_header_timestamps_and_turns():
         (3, "Sofia Ruiz", SAID[2], 428, 474, None, None),
     ]
     assert [doc.text[t.start_char : t.end_char] for t in doc.turns] == [f"{t.speaker}: {t.text}" for t in doc.turns]
+
+
+def test_google_meet_with_gemini_notes_reads_turns_only_after_the_transcript_heading():
+    doc = parse_service("google_meet_gemini.txt")
+    text = (SERVICES / "google_meet_gemini.txt").read_text()
+    assert (doc.title, doc.meeting_date) == ("Launch sync", date(2026, 11, 2))  # the date line Gemini writes
+    assert rows(doc) == [
+        (0, "Sofia Ruiz", SAID[0], 262, 333, 0.0, None),
+        (1, "Liam Chen", SAID[1], 334, 381, None, None),
+        (2, "Priya Nair", "The store listing is ready for review.", 392, 442, 300.0, None),
+        (3, "Sofia Ruiz", SAID[2], 443, 489, None, None),
+    ]
+    # The notes' "Launch date: ..." and "Liam Chen: Write ..." lines are no turns, yet stay in the text.
+    assert doc.text == text and "Liam Chen: Write the release notes." in text[: doc.turns[0].start_char]
+    assert doc.participants == ["Sofia Ruiz", "Liam Chen", "Priya Nair"]
 
 
 def test_zoom_chat_saved_from_the_meeting():

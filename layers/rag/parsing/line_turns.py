@@ -63,12 +63,15 @@ class LineTurns:
     preamble: list[str] = field(default_factory=list)  # stripped non-empty lines before the first turn
 
 
-def scan_turns(text: str, opening: Callable[[str], Opening | None], *, skip: Callable[[str], bool] = no_line) -> LineTurns:
-    """Turns opened by ``opening`` lines; ``skip`` lines (an export's footer) belong to no turn."""
-    found = LineTurns()
+def scan_turns(
+    text: str, opening: Callable[[str], Opening | None], *, skip: Callable[[str], bool] = no_line, begin: int = 0
+) -> LineTurns:
+    """Turns opened by ``opening`` lines from ``text[begin:]`` on (what comes before is the
+    preamble's); ``skip`` lines (an export's footer) belong to no turn."""
+    found = LineTurns(preamble=[line.strip() for line in text[:begin].split("\n") if line.strip()])
     mark: float | None = None
-    offset = 0
-    for line in text.split("\n"):
+    offset = begin
+    for line in text[begin:].split("\n"):
         start, end = offset, offset + len(line)
         offset = end + 1
         if not line.strip() or skip(line):

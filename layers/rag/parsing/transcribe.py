@@ -3,7 +3,8 @@
 ``results.items`` holds one item per word (``pronunciation``, with ``start_time``/``end_time``
 as strings of seconds) or punctuation mark (no times: it is written after the word before
 it). A speaker's consecutive words form one turn; the speaker is the item's ``speaker_label``
-or, in older output, the ``results.speaker_labels.segments`` item starting at the same time.
+or, in older output, the ``results.speaker_labels.segments`` item starting at the same time;
+with channel identification instead (a call: one channel per side), its ``channel_label``.
 Without items, ``results.audio_segments`` (one per speaker stretch) are the turns; without
 either, the ``results.transcripts`` text. Speakers keep Transcribe's labels (``spk_0``).
 """
@@ -31,6 +32,7 @@ class _Item(ServiceModel):
     start_time: float | None = Field(default=None, ge=0)
     end_time: float | None = Field(default=None, ge=0)
     speaker_label: str | None = None
+    channel_label: str | None = None
 
 
 class _LabelledTime(ServiceModel):
@@ -51,6 +53,7 @@ class _AudioSegment(ServiceModel):
     start_time: float | None = Field(default=None, ge=0)
     end_time: float | None = Field(default=None, ge=0)
     speaker_label: str | None = None
+    channel_label: str | None = None
 
 
 class _Transcript(ServiceModel):
@@ -85,7 +88,9 @@ def parse(value: dict[str, Any], name: str) -> ParsedDocument:
         }
         raw = word_turns(
             Word(
-                item.speaker_label or (labelled.get(item.start_time) if item.start_time is not None else None),
+                item.speaker_label
+                or (labelled.get(item.start_time) if item.start_time is not None else None)
+                or item.channel_label,
                 item.alternatives[0].content,
                 item.start_time,
                 item.end_time,
@@ -95,7 +100,8 @@ def parse(value: dict[str, Any], name: str) -> ParsedDocument:
         )
     elif results.audio_segments:
         raw = merge_consecutive(
-            (s.speaker_label or UNKNOWN, s.transcript, s.start_time, s.end_time) for s in results.audio_segments
+            (s.speaker_label or s.channel_label or UNKNOWN, s.transcript, s.start_time, s.end_time)
+            for s in results.audio_segments
         )
     else:
         raw = [(UNKNOWN, t.transcript, None, None) for t in results.transcripts]
