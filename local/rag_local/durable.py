@@ -58,6 +58,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote_plus, unquote_plus
 
+from rag.meeting_metadata import is_sidecar
+
 if TYPE_CHECKING:
     import psycopg
 
@@ -438,8 +440,8 @@ class Reconciler:
             ).fetchall()
         }
         for key, current in state.current.items():
-            if key in self.rejected or _row_matches(rows.get(key), current):
-                continue
+            if key in self.rejected or is_sidecar(key) or _row_matches(rows.get(key), current):
+                continue  # a sidecar (<file>.meta.json) never has a row: its file's row is the one to match
             mark = (key, current.version_id or current.etag or "")
             if idle and mark not in self.enqueued:
                 self._send(s3_event("ObjectCreated:Put", self.bucket, key, self.region, size=current.size,

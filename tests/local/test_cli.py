@@ -63,26 +63,77 @@ def test_up_ingest_status_down(tmp_path, database_url):
         ingest = rag("ingest", str(docs), "--project", "cli-demo", "--quiet", "--timeout", "120")
         assert ingest.returncode == 1  # one file failed
         assert "2 ingested, 1 failed, 0 not processed" in ingest.stdout
-        assert "FAILED   projects/cli-demo/broken.txt" in ingest.stderr and "binary file" in ingest.stderr
+        assert "FAILED   projects/cli-demo/broken.txt: broken.txt: " in ingest.stderr  # with the parser's error
 
         again = rag("ingest", str(docs / "kickoff.txt"), "--project", "cli-demo", "--quiet")
         assert again.returncode == 0 and "1 ingested, 0 failed" in again.stdout
 
-        status = rag("status")
-        assert status.returncode == 0
+        # The worker's backfill follows ingest: segmented, embedded and extracted without `rag backfill`.
+        status = wait_for_status(rag, "cli-demo                 extracted           2")
         assert "cli-demo                 failed              1" in status.stdout
-        assert "cli-demo                 raw_ingested        2" in status.stdout
         assert "s3://cli-test/projects/cli-demo/broken.txt" in status.stdout
+        assert "  segment         0 documents" in status.stdout
 
         search = rag("search", "who confirmed the delivery date?", "--project", "cli-demo", "--top-k", "1")
         assert search.returncode == 0 and "standup.vtt" in search.stdout
         everything = rag("search", "who confirmed the delivery date?", "--project", "cli-demo", "--types", "all")
-        assert everything.returncode == 0 and "standup.vtt" in everything.stdout  # no backfill yet: chunks only
+        assert everything.returncode == 0 and "standup.vtt" in everything.stdout
         unknown = rag("search", "delivery", "--types", "memo")
         assert unknown.returncode == 1 and "HTTP 422" in unknown.stderr and "types" in unknown.stderr
+
+        # Meeting fields: options set the S3 metadata; a sidecar beside a file is uploaded first and wins.
+        dated = rag(
+            "ingest", str(docs / "kickoff.txt"), "--project", "cli-demo", "--quiet",
+            "--meeting-date", "2026-03-04", "--title", "Kick-off", "--participants", "Dana Kim, Ravi",
+        )  # fmt: skip
+        assert dated.returncode == 0 and "1 ingested, 0 failed" in dated.stdout, dated.stderr
+        assert row(database_url, "projects/cli-demo/kickoff.txt") == ("2026-03-04", "Kick-off", ["Dana Kim", "Ravi"])
+        notes = tmp_path / "notes"
+        notes.mkdir()
+        shutil.copy(FIXTURES / "design_meeting.txt", notes / "review.txt")
+        (notes / "review.txt.meta.json").write_text('{"meeting_date": "2026-03-11", "title": "Design review"}')
+        sidecar = rag("ingest", str(notes), "--project", "cli-demo", "--quiet", "--meeting-date", "2026-01-01")
+        assert sidecar.returncode == 0 and "1 ingested, 0 failed, 0 not processed" in sidecar.stdout, sidecar.stderr
+        assert row(database_url, "projects/cli-demo/review.txt")[:2] == ("2026-03-11", "Design review")
+        bad_date = rag("ingest", str(docs / "kickoff.txt"), "--project", "cli-demo", "--meeting-date", "March 4")
+        assert bad_date.returncode == 1 and "--meeting-date 'March 4' is not an ISO 8601 date" in bad_date.stderr
+        two_titles = rag("ingest", str(docs), "--project", "cli-demo", "--title", "One title")
+        assert two_titles.returncode == 1 and "--title names one meeting" in two_titles.stderr
+
+        # rag rm deletes through the bucket: the delete event removes the document and its rows.
+        removed = rag("rm", "review.txt", "kickoff.txt", "--project", "cli-demo")
+        assert removed.returncode == 0 and "2 deleted, 0 not yet removed" in removed.stdout, removed.stderr
+        assert row(database_url, "projects/cli-demo/kickoff.txt") is None
+        assert row(database_url, "projects/cli-demo/review.txt") is None
+        missing = rag("rm", "kickoff.txt", "--project", "cli-demo")
+        assert missing.returncode == 1 and "kickoff.txt: no such file or folder in project cli-demo" in missing.stderr
+        status = rag("status")
+        assert "cli-demo                 extracted           1" in status.stdout
     finally:
         down = rag("down")
     assert down.returncode == 0 and "services     stopped" in down.stdout
+
+
+def wait_for_status(rag, line: str, seconds: float = 180) -> subprocess.CompletedProcess[str]:
+    """`rag status` once it shows ``line`` (the worker's backfill runs in the background)."""
+    import time
+
+    deadline = time.monotonic() + seconds
+    while line not in (status := rag("status")).stdout:
+        assert time.monotonic() < deadline, status.stdout
+        time.sleep(1)
+    return status
+
+
+def row(database_url: str, key: str) -> tuple | None:
+    """(meeting date, title, participants) of the document of ``key``; None when it has none."""
+    import psycopg
+
+    with psycopg.connect(database_url) as conn:
+        found = conn.execute(
+            "SELECT meeting_date::text, title, participants FROM documents WHERE object_key = %s", (key,)
+        ).fetchone()
+    return tuple(found) if found else None
 
 
 def test_ingest_without_services_says_what_to_do(tmp_path):

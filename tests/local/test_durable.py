@@ -162,6 +162,19 @@ def test_an_object_without_a_row_gets_one_synthetic_created_record_in_s3_shape(s
     assert first.run_once(db).created == [KEY]  # the row records an older version
 
 
+def test_a_sidecar_is_mirrored_but_never_gets_a_synthetic_record_since_it_never_has_a_row(start_aws, tmp_path, db):
+    aws = start_aws()
+    sidecar = KEY + ".meta.json"
+    aws.s3.put_object(Bucket=BUCKET, Key=sidecar, Body=b'{"meeting_date": "2026-11-02"}')
+    drain(aws)
+    first = reconciler(aws, tmp_path)
+
+    assert first.run_once(db).created == []
+    assert drain(aws) == []
+    entry = first.mirror.entry(sidecar)
+    assert entry is not None and not entry.deleted
+
+
 def test_no_synthetic_record_while_the_notification_is_still_queued(start_aws, tmp_path, db):
     aws = start_aws()
     aws.s3.put_object(Bucket=BUCKET, Key=KEY, Body=BODY)

@@ -86,12 +86,14 @@ class ObjectState:
     content_sha256: str | None
     status: str
     error: str | None
+    s3_version_id: str | None = None  # the S3 version the row was last written from (None: an unversioned bucket)
 
 
 def object_states(conn: psycopg.Connection, bucket: str, keys: Sequence[str]) -> list[ObjectState]:
     """The rows of ``keys`` in ``bucket`` (`rag ingest` waits on them); a key without a row is left out."""
     rows = conn.execute(
-        "SELECT object_key, content_sha256, status, error FROM documents WHERE bucket = %s AND object_key = ANY(%s)",
+        "SELECT object_key, content_sha256, status, error, s3_version_id FROM documents"
+        " WHERE bucket = %s AND object_key = ANY(%s)",
         (bucket, list(keys)),
     ).fetchall()
     return [ObjectState(*row) for row in rows]
