@@ -25,7 +25,7 @@ from pathlib import PurePosixPath
 from typing import Literal
 
 from rag.parsing.json_turns import looks_like_json_transcript
-from rag.parsing.line_turns import speaker_line, time_mark
+from rag.parsing.line_turns import count_time_marks, speaker_line
 from rag.parsing.markdown import has_headings
 from rag.parsing.subtitles import TIMING
 from rag.parsing.transcript_txt import text_format
@@ -65,9 +65,9 @@ def detect_format(text: str, filename: str) -> Format:
 
 def looks_like_transcript(text: str) -> bool:
     """At least two lines, and 60% of the non-empty ones (timestamp lines aside), are ``Speaker: text`` turns."""
-    lines = [line for line in text.split("\n") if line.strip() and time_mark(line) is None]
+    lines = [line for line in text.split("\n") if line.strip()]
     turns = sum(1 for line in lines if speaker_line(line) is not None)
-    return turns >= 2 and turns >= TRANSCRIPT_SHARE * len(lines)
+    return turns >= 2 and turns >= TRANSCRIPT_SHARE * (len(lines) - count_time_marks(text))
 
 
 def _json_turns(text: str) -> bool:

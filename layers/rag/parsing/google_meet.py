@@ -23,7 +23,7 @@ TITLE = re.compile(
     r"^[ \t]*(?P<title>.*?)(?:[ \t]*\((?P<date>\d{4}[-/]\d{2}[-/]\d{2})\b[^)]*\))?[ \t]*[-–][ \t]*Transcript[ \t]*$"
 )
 TRANSCRIPT_HEADING = re.compile(r"^[ \t]*(?:📖[ \t]*)?Transcript[ \t]*$", re.MULTILINE)
-MEET_STAMP = re.compile(r"^[ \t]*\d{2}:\d{2}:\d{2}[ \t]*$")
+MEET_STAMP = re.compile(r"^[ \t]*\d{2}:\d{2}:\d{2}[ \t]*$", re.MULTILINE)
 NOTICE = re.compile(
     r"^[ \t]*(?:This editable transcript was computer generated|(?:Meeting|Transcription) ended after \d)", re.IGNORECASE
 )
@@ -32,9 +32,12 @@ HEAD_LINES = 12
 
 
 def matches(text: str) -> bool:
-    lines = [line.strip() for line in text.split("\n") if line.strip()]
-    headed = any(TITLE.match(line) for line in lines[:HEAD_LINES]) or TRANSCRIPT_HEADING.search(text) is not None
-    return headed and any(MEET_STAMP.match(line) for line in lines) and any(speaker_line(line) for line in lines)
+    # The whole-text searches first: most files have no Meet timestamp line and stop there.
+    if MEET_STAMP.search(text) is None:
+        return False
+    head = [line for line in text.split("\n", HEAD_LINES * 4)[: HEAD_LINES * 4] if line.strip()][:HEAD_LINES]
+    headed = any(TITLE.match(line) for line in head) or TRANSCRIPT_HEADING.search(text) is not None
+    return headed and any(speaker_line(line) for line in text.split("\n"))
 
 
 def parse(text: str, name: str) -> ParsedDocument:

@@ -29,6 +29,7 @@ MAX_NAME_CHARS = 60
 MAX_SPEAKER_CHARS = 160
 CLOCK = r"(?:\d{1,2}:)?\d{1,2}:\d{2}"
 TIME_MARK = re.compile(rf"^[ \t]*\[?(?P<time>{CLOCK})\]?[ \t]*$")
+TIME_MARKS = re.compile(TIME_MARK.pattern, re.MULTILINE)  # counted over a whole text at once
 
 # (speaker, what the opening line already says, its time in seconds or None)
 Opening = tuple[str, str, float | None]
@@ -51,6 +52,10 @@ def time_mark(line: str) -> float | None:
     """Seconds of a line holding only a timestamp (``00:05:00``, ``[1:02:05]``), else None."""
     match = TIME_MARK.match(line)
     return None if match is None else seconds(match["time"])
+
+
+def count_time_marks(text: str) -> int:
+    return sum(1 for _ in TIME_MARKS.finditer(text))
 
 
 def no_line(line: str) -> bool:
