@@ -10,7 +10,6 @@ export a presentation as PDF), never an encoding guess.
 from __future__ import annotations
 
 import io
-import zipfile
 from pathlib import PurePosixPath
 from typing import Literal
 
@@ -117,6 +116,8 @@ def _media_format(data: bytes) -> str | None:
 
 
 def _zip_format(data: bytes, name: str) -> Container:
+    import zipfile
+
     docx = PurePosixPath(name).suffix.lower() == ".docx"
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as archive:

@@ -23,8 +23,9 @@ if TYPE_CHECKING:
 
 ParseText = Callable[[str, str], ParsedDocument]
 
-# One invocation must parse, embed and write the document (the ingest's 120 s): pypdf reads
-# 50-100 plain pages a second (bench/document_parsing.py), and 2,000 pages is a book.
+# One invocation must parse, embed and write the document (the ingest's 120 s): pypdf reads 200-300
+# simple text pages a second here (bench/document_parsing.py; pages with embedded fonts are slower),
+# and 2,000 pages is a book.
 MAX_PAGES = 2000
 # As much text as the largest text file ingest takes (RAG_MAX_OBJECT_BYTES' default, 10 MB).
 MAX_TEXT_CHARS = 10 * 1024 * 1024

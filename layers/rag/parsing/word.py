@@ -84,23 +84,40 @@ def _check_unzipped_size(data: bytes, name: str) -> None:
 def _blocks(document: Document) -> Iterator[Block]:
     from docx.table import Table
 
+    styles = _style_kinds(document)
     for item in document.iter_inner_content():
-        block = _table(item) if isinstance(item, Table) else _paragraph(item)
+        block = _table(item) if isinstance(item, Table) else _paragraph(item, styles)
         if block is not None:
             yield block
 
 
-def _paragraph(paragraph: Paragraph) -> Block | None:
+# A paragraph style's id -> (its heading level or None, whether it is a list style); None: the default style.
+StyleKinds = dict[str | None, tuple[int | None, bool]]
+
+
+def _style_kinds(document: Document) -> StyleKinds:
+    """Every paragraph style once (python-docx's ``paragraph.style`` scans all styles at each call)."""
+    from docx.enum.style import WD_STYLE_TYPE
+
+    kinds: StyleKinds = {}
+    for style in document.styles:
+        if style.type == WD_STYLE_TYPE.PARAGRAPH:
+            kinds[style.style_id] = (_heading_level(style), (style.name or "").startswith("List"))
+    default = document.styles.default(WD_STYLE_TYPE.PARAGRAPH)
+    kinds[None] = kinds.get(default.style_id, (None, False)) if default is not None else (None, False)
+    return kinds
+
+
+def _paragraph(paragraph: Paragraph, styles: StyleKinds) -> Block | None:
     text = paragraph.text.strip()
     if not text:
         return None
-    level = _heading_level(paragraph.style)
+    style_id = paragraph._p.style
+    level, list_style = styles.get(style_id, styles[None])
     if level is not None:
         return Block("heading", f"{'#' * level} {' '.join(text.split())}")
     pPr = paragraph._p.pPr
-    listed = (pPr is not None and pPr.numPr is not None) or (
-        paragraph.style is not None and paragraph.style.name.startswith("List")
-    )
+    listed = list_style or (pPr is not None and pPr.numPr is not None)
     return Block("item", f"- {text}") if listed else Block("paragraph", text)
 
 
