@@ -326,6 +326,7 @@ class Services:
     bucket: str
     queue_url: str
     queue_arn: str
+    state_machine_arn: str = ""  # the backfill machine the ingest function starts (moto runs none of its states)
 
     def client(self, service: str) -> Any:
         import boto3
@@ -358,7 +359,8 @@ def running_services(server_url: str) -> Iterator[Services]:
 
 def set_up_aws(services: Services) -> None:
     """The stack's AWS side in moto: the versioned documents bucket notifying the ingest queue (with its DLQ)
-    for both key prefixes, the database's two secrets and the OpenAI key's secret."""
+    for both key prefixes, the database's two secrets, the OpenAI key's secret and the backfill state machine
+    (a stand-in: the stage functions are invoked by the tests, its executions stay RUNNING)."""
     from infra.config import STAGES
     from infra.constructs.ingest import DOCUMENT_PREFIXES
 
@@ -397,6 +399,11 @@ def set_up_aws(services: Services) -> None:
     services.secrets = {"RAG_DATABASE_SECRET_ARN": admin["ARN"], "RAG_APP_DATABASE_SECRET_ARN": app["ARN"]}
     if name := STAGES[STAGE].openai_api_key_secret_name:
         secretsmanager.create_secret(Name=name, SecretString=OPENAI_KEY)
+    services.state_machine_arn = services.client("stepfunctions").create_state_machine(
+        name="meeting-rag-backfill",
+        definition=json.dumps({"StartAt": "Stand-in", "States": {"Stand-in": {"Type": "Pass", "End": True}}}),
+        roleArn=f"arn:aws:iam::{ACCOUNT}:role/meeting-rag-backfill",
+    )["stateMachineArn"]
 
 
 # --- one function's execution environment ------------------------------------------------------------------------
@@ -425,7 +432,11 @@ def lambda_environment(artifacts: Artifacts, services: Services, function: Funct
     Template references are resolved to the local resources they stand for; ``/var/task`` is the asset's folder;
     an unknown reference fails loudly (a new one needs its local stand-in here).
     """
-    resolved = {"RAG_DATABASE_IAM_URL": services.database.iam_url(), **services.secrets}
+    resolved = {
+        "RAG_DATABASE_IAM_URL": services.database.iam_url(),
+        "RAG_BACKFILL_STATE_MACHINE_ARN": services.state_machine_arn,
+        **services.secrets,
+    }
     environment = {}
     for key, value in function.environment.items():
         if isinstance(value, str):

@@ -127,6 +127,7 @@ def ingest(stack: Stack, migrations: dict[str, Invocation]) -> dict[str, Any]:
     with stack.function("ingest") as function:
         first_result = function.invoke(first)
         after_first = documents(stack)
+        executions = services.client("stepfunctions").list_executions(stateMachineArn=services.state_machine_arn)
         s3.put_object(
             Bucket=services.bucket,
             Key=GLOBEX_MEETING,
@@ -139,7 +140,10 @@ def ingest(stack: Stack, migrations: dict[str, Invocation]) -> dict[str, Any]:
         )
         second = sqs_event(receive_all(services, 3), services.queue_arn)
         second_result = function.invoke(second)
-    return {"first": first_result, "after_first": after_first, "second": second_result, "second_event": second}
+    return {
+        "first": first_result, "after_first": after_first, "executions": executions["executions"],
+        "second": second_result, "second_event": second,
+    }  # fmt: skip
 
 
 def delete_marker_created(bucket: str, key: str) -> dict[str, Any]:
@@ -163,6 +167,15 @@ def test_a_batch_of_s3_notifications_is_ingested(stack: Stack, ingest: dict[str,
     embeddings = [r for r in stack.services.model.requests if r["path"] == "/v1/embeddings"]
     assert embeddings and {r["auth"] for r in embeddings} == {f"Bearer {OPENAI_KEY}"}  # the key from Secrets Manager
     assert {r["body"]["model"] for r in embeddings} == {"text-embedding-3-small"}
+
+
+def test_the_ingest_function_starts_the_backfill_once_it_stored_documents(stack: Stack, ingest: dict[str, Any]) -> None:
+    [execution] = ingest["executions"]  # started by the function with the template's input, through the layer's code
+    assert execution["status"] == "RUNNING" and execution["name"].startswith("after-ingest-")
+    described = stack.services.client("stepfunctions").describe_execution(executionArn=execution["executionArn"])
+    ingest_env = stack.artifacts.functions["ingest"].environment
+    assert json.loads(described["input"]) == json.loads(ingest_env["RAG_BACKFILL_EXECUTION_INPUT"])
+    assert set(json.loads(described["input"])) == {"stages", "batch_size", "max_iterations"}
 
 
 def test_a_batch_with_a_new_meeting_an_unreadable_file_and_a_delete(stack: Stack, ingest: dict[str, Any]) -> None:
