@@ -193,6 +193,31 @@ def test_deepgram_words_with_speakers_when_nothing_else_is_there():
     ]
 
 
+def test_deepgram_multichannel_without_diarization_names_each_channel():
+    # A call with multichannel=true: each side is a channel; paragraphs carry no speaker.
+    value = json.loads((SERVICES / "deepgram_paragraphs.json").read_text())
+    alternative = value["results"]["channels"][0]["alternatives"][0]
+    del alternative["words"]
+    paragraphs = alternative["paragraphs"]["paragraphs"]
+    for paragraph in paragraphs:
+        side = paragraph.pop("speaker")
+        paragraph["channel"] = side
+    sides = [copy.deepcopy(alternative) for _ in range(2)]
+    for side, alt in enumerate(sides):
+        alt["paragraphs"]["paragraphs"] = [p for p in paragraphs if p["channel"] == side]
+    value["results"]["channels"] = [{"alternatives": [alt]} for alt in sides]
+    doc = parse_document(json.dumps(value).encode(), "call.json")
+    expected = [("Channel 0", SAID[0], 0.52), ("Channel 1", SAID[1], 4.82), ("Channel 0", SAID[2], 8.42)]
+    assert [(t.speaker, t.text, t.start_time) for t in doc.turns] == expected
+    # The same call with utterances=true: each utterance names its channel.
+    utterances = json.loads((SERVICES / "deepgram_utterances.json").read_text())["results"]["utterances"]
+    for utterance in utterances:
+        utterance["channel"] = utterance.pop("speaker")
+    value["results"]["utterances"] = utterances
+    doc = parse_document(json.dumps(value).encode(), "call.json")
+    assert [(t.speaker, t.text, t.start_time) for t in doc.turns] == expected
+
+
 def test_otter_name_and_time_then_the_words():
     doc = parse_service("otter.txt")
     text = (SERVICES / "otter.txt").read_text()

@@ -1,10 +1,11 @@
 """Deepgram's pre-recorded response: ``{"results": {"channels": [...], "utterances"?: [...]}}``.
 
 Turns come from the richest part present: ``results.utterances`` (``utterances=true``),
-else the first channel's ``paragraphs`` (``paragraphs=true``: sentences under one
-speaker), else its ``words`` (a speaker's consecutive words, ``punctuated_word`` when
-present), else its ``transcript``. Speakers are numbers with ``diarize=true``; they read
-``Speaker 0`` as Deepgram's own paragraph transcript writes them. Times are seconds.
+else each channel's ``paragraphs`` (``paragraphs=true``: sentences under one speaker),
+else its ``words`` (a speaker's consecutive words, ``punctuated_word`` when present),
+else its ``transcript``; several channels' turns interleave by start time. Speakers are numbers with ``diarize=true``; they read
+``Speaker 0`` as Deepgram's own paragraph transcript writes them; with ``multichannel=true``
+and no diarization, a channel is its speaker (``Channel 1``). Times are seconds.
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ class _Channel(ServiceModel):
 class _Utterance(_Timed):
     transcript: str
     speaker: int | None = None
+    channel: int = 0
 
 
 class _Results(ServiceModel):
@@ -75,23 +77,39 @@ def matches(value: dict[str, Any]) -> bool:
 
 def parse(value: dict[str, Any], name: str) -> ParsedDocument:
     results = validated(_Output, value, name, LABEL).results
-    best = next((channel.alternatives[0] for channel in results.channels if channel.alternatives), _Alternative())
+    # With multichannel=true each channel is a side of a call: a side without diarization is named by its channel.
+    several = len(results.channels) > 1
     raw: list[RawTurn]
     if results.utterances:
-        raw = merge_consecutive((_speaker(u.speaker), u.transcript, u.start, u.end) for u in results.utterances)
-    elif best.paragraphs and best.paragraphs.paragraphs:
         raw = merge_consecutive(
-            (_speaker(p.speaker), " ".join(s.text for s in p.sentences), p.start, p.end) for p in best.paragraphs.paragraphs
+            (_speaker(u.speaker, u.channel if several else None), u.transcript, u.start, u.end) for u in results.utterances
         )
-    elif best.words:
-        raw = word_turns(Word(speaker_label(w.speaker), w.punctuated_word or w.word, w.start, w.end) for w in best.words)
     else:
-        raw = [(UNKNOWN, best.transcript, None, None)]
+        raw = []
+        for index, channel in enumerate(results.channels):
+            if channel.alternatives:
+                raw.extend(_channel_turns(channel.alternatives[0], index if several else None))
+        # Channels are transcribed apart: their turns interleave by start time (untimed ones last, in order).
+        raw = merge_consecutive(sorted(raw, key=lambda turn: turn[2] if turn[2] is not None else float("inf")))
     return transcript_of(raw, name, "deepgram")
 
 
-def _speaker(value: int | None) -> str:
-    return speaker_label(value) or UNKNOWN
+def _channel_turns(best: _Alternative, channel: int | None) -> list[RawTurn]:
+    if best.paragraphs and best.paragraphs.paragraphs:
+        return [
+            (_speaker(p.speaker, channel), " ".join(s.text for s in p.sentences), p.start, p.end)
+            for p in best.paragraphs.paragraphs
+        ]
+    if best.words:
+        words = word_turns(Word(speaker_label(w.speaker), w.punctuated_word or w.word, w.start, w.end) for w in best.words)
+        return [
+            (speaker if speaker != UNKNOWN else _speaker(None, channel), text, start, end) for speaker, text, start, end in words
+        ]
+    return [(_speaker(None, channel), best.transcript, None, None)]
+
+
+def _speaker(value: int | None, channel: int | None) -> str:
+    return speaker_label(value) or (f"Channel {channel}" if channel is not None else UNKNOWN)
 
 
 FORMAT = JsonFormat(LABEL, '{"results": {"channels": [...], "utterances"?}}', matches, parse)
