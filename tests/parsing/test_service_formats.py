@@ -75,6 +75,19 @@ def test_amazon_transcribe_words_of_one_speaker_form_a_turn():
     assert doc.participants == ["spk_0", "spk_1"]
 
 
+def test_a_long_monologue_is_cut_at_a_sentence_end_past_the_merge_limit():
+    value = json.loads((SERVICES / "amazon_transcribe.json").read_text())
+    sentence = [  # "Ship it on time." said by spk_0, 100 times over
+        {"type": "pronunciation", "alternatives": [{"content": word}], "start_time": "1.0", "speaker_label": "spk_0"}
+        for word in ("Ship", "it", "on", "time")
+    ] + [{"type": "punctuation", "alternatives": [{"content": "."}], "speaker_label": "spk_0"}]
+    value["results"]["items"] = sentence * 100
+    doc = parse_document(json.dumps(value).encode(), "job.json")
+    assert [len(t.text) for t in doc.turns] == [1002, 696]  # 59 sentences (past 1,000 characters), then the other 41
+    assert {t.speaker for t in doc.turns} == {"spk_0"}
+    assert doc.turns[0].text.endswith("time.") and doc.turns[1].text.startswith("Ship")
+
+
 def test_amazon_transcribe_older_output_labels_speakers_only_in_segments():
     value = json.loads((SERVICES / "amazon_transcribe.json").read_text())
     for item in value["results"]["items"]:

@@ -85,9 +85,12 @@ def merge_consecutive(raw: Iterable[RawTurn]) -> list[RawTurn]:
 
 
 def word_turns(words: Iterable[Word]) -> list[RawTurn]:
-    """A speaker's consecutive words form a turn; words without a speaker are cut at sentence ends."""
+    """A speaker's consecutive words form a turn, cut at the first sentence end past
+    ``MERGE_MAX_CHARS`` (as merged caption cues are); words without a speaker are cut at
+    every sentence end."""
     turns: list[RawTurn] = []
     current: list[str] = []
+    chars = 0
     speaker: str | None = None
     start: float | None = None
     end: float | None = None
@@ -97,14 +100,16 @@ def word_turns(words: Iterable[Word]) -> list[RawTurn]:
             continue
         if word.joins_previous and current:
             current[-1] += text
+            chars += len(text)
             continue
         sentence_ended = bool(current) and current[-1].endswith(SENTENCE_END)
-        if current and (word.speaker != speaker or (speaker is None and sentence_ended)):
+        if current and (word.speaker != speaker or (sentence_ended and (speaker is None or chars >= MERGE_MAX_CHARS))):
             turns.append((speaker or UNKNOWN, " ".join(current), start, end))
-            current = []
+            current, chars = [], 0
         if not current:
             speaker, start, end = word.speaker, word.start, None
         current.append(text)
+        chars += len(text) + 1
         end = word.end if word.end is not None else end
     if current:
         turns.append((speaker or UNKNOWN, " ".join(current), start, end))
