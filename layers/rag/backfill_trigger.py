@@ -7,6 +7,8 @@ batches at once start at most one execution per ``NAME_WINDOW_SECONDS``: they gi
 name, and Step Functions answers a start of a running execution of that name and input with that
 execution. A start that loses a race is no error, and a start that fails is logged, never the
 ingest's failure: the documents are stored, and the next start (or the schedule) backfills them.
+A document stored while a running execution is past its segment stage is left to the next start
+too (the next ingest that finds none running, or the schedule).
 """
 
 from __future__ import annotations

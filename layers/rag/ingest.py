@@ -124,7 +124,10 @@ class Ingestor:
             return IngestResult("rejected", change.key, error=str(exc))
         if is_sidecar(change.key):
             # A sidecar is the meeting fields of the file beside it: any change of it re-ingests that file.
-            result = self._ingest(ObjectChange("created", change.bucket, described_key(change.key)), location, embed_until)
+            described = described_key(change.key)
+            if is_sidecar(described):
+                return IngestResult("rejected", change.key, error=f"{change.key!r} would describe a sidecar; not ingested")
+            result = self._ingest(ObjectChange("created", change.bucket, described), location, embed_until)
         elif change.action == "removed":
             result = self._remove(change, location, embed_until)
         else:

@@ -244,3 +244,11 @@ def test_a_write_made_from_an_older_sidecar_stands_aside_for_the_newer_one(s3, d
 
     assert (results["sidecar"].outcome, results["transcript"].outcome) == ("ingested", "superseded")
     assert db.execute("SELECT meeting_date FROM documents").fetchall() == [(date(2026, 3, 11),)]
+
+
+@pytest_slow
+def test_a_sidecar_of_a_sidecar_is_rejected_and_the_sidecar_is_never_ingested_as_a_document(s3, handler, db):
+    put_sidecar(s3, {"meeting_date": "2026-03-04"})
+    put_sidecar(s3, {"meeting_date": "2026-03-05"}, SIDECAR + ".meta.json")
+    assert deliver(handler, SIDECAR + ".meta.json") == {"batchItemFailures": []}
+    assert documents(db) == []

@@ -25,7 +25,9 @@ def free_port() -> int:
 def test_every_subcommand_has_help(capsys):
     parser = build_parser()
     commands = parser._subparsers._group_actions[0].choices  # noqa: SLF001 - argparse keeps them here
-    assert {"up", "down", "migrate", "ingest", "status", "search", "serve", "openapi", "report", "backfill"} <= set(commands)
+    assert {"up", "down", "migrate", "ingest", "rm", "status", "search", "serve", "openapi", "report", "backfill"} <= set(
+        commands
+    )
     for name in commands:
         with pytest.raises(SystemExit) as exit_info:
             parser.parse_args([name, "--help"])
