@@ -108,7 +108,9 @@ def test_a_smoke_check_of_the_local_stack_passes_every_step_and_leaves_nothing_b
     assert {name: result for name, (result, _) in rows.items()} == dict.fromkeys(STEPS, "PASS")
     assert rows["api"][1].startswith("GET /v1/projects: authenticated")
     assert rows["upload"][1].startswith(f"s3://{BUCKET}/projects/smoke-") and rows["upload"][1].endswith(f"as {role}")
-    assert rows["ingest"][1].startswith("raw_ingested, 1 chunk after")
+    # rag up's worker backfills what it ingested: the smoke may find the document at any stage of that.
+    assert rows["ingest"][1].split(",")[0] in ("raw_ingested", "segmented", "embedded", "extracted")
+    assert rows["ingest"][1].split(", ", 1)[1].startswith("1 chunk after")
     for mode in ("semantic", "keyword", "hybrid"):
         assert rows[f"search {mode}"][1].startswith("rank 1 of 1, score")
     assert rows["context"][1].startswith("passage [1] of 1")
