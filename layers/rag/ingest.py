@@ -282,8 +282,8 @@ class Ingestor:
                 or self._sidecar_changed(sidecar, source.bucket)
             ):
                 return IngestResult(
-                    "superseded", source.key, error="the object changed or went while this event was handled; "
-                    "the event of its newer state writes it"
+                    "superseded", source.key, error="the object or its sidecar changed or went while this event was"
+                    " handled; the event of the newer state writes it"
                 )  # fmt: skip
             document_id = write(conn)
             # The current version is written: every saved progress of the key is done with, except

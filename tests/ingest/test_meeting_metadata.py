@@ -252,3 +252,12 @@ def test_a_sidecar_of_a_sidecar_is_rejected_and_the_sidecar_is_never_ingested_as
     put_sidecar(s3, {"meeting_date": "2026-03-05"}, SIDECAR + ".meta.json")
     assert deliver(handler, SIDECAR + ".meta.json") == {"batchItemFailures": []}
     assert documents(db) == []
+
+
+@pytest_slow
+def test_a_sidecar_too_large_to_be_one_is_refused_unread(s3, handler, db):
+    s3.put_object(Bucket=BUCKET, Key=KEY, Body=TRANSCRIPT)
+    put_sidecar(s3, b'{"title": "' + b"x" * 70_000 + b'"}')
+    deliver(handler, KEY)
+    [(_, status, _, _, _, error)] = documents(db)
+    assert (status, error) == ("failed", "sidecar weekly sync.txt.meta.json is 70013 bytes; a sidecar holds at most 65536 bytes")
