@@ -20,6 +20,11 @@ def artifacts(tmp_path_factory: pytest.TempPathFactory) -> Artifacts:
 
 @pytest.fixture(scope="module")
 def stack(artifacts: Artifacts, database_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    from moto.moto_api._internal.models import moto_api_backend
+
+    # moto's server keeps its resources in this process: without a reset, a second module's stack finds the
+    # first one's bucket and secrets (what moto's own /moto-api/reset does).
+    moto_api_backend.reset()
     with running_services(database_url) as services:
         stack = Stack(artifacts, services, Path(tmp_path_factory.mktemp("lambda-logs")))
         yield stack
