@@ -185,7 +185,7 @@ def test_a_batch_with_a_new_meeting_an_unreadable_file_and_a_delete(stack: Stack
     assert now[GLOBEX_MEETING][0] == "raw_ingested" and now[GLOBEX_MEETING][2] > 0
     status, error, chunks = now[UNREADABLE]
     assert (status, chunks) == ("failed", 0)
-    assert error and "binary" in error.lower()
+    assert error == "whiteboard-photo.txt: an image (PNG); run OCR on it first and upload the text"  # told by its bytes
 
 
 # --- the backfill state machine's three stages ---------------------------------------------------------------------
