@@ -17,10 +17,12 @@ from rag.parsing.model import ParsedDocument
 from rag.parsing.turns import seconds, speakers_of
 
 _TIME = r"(?P<time>\d{1,2}:\d{2}:\d{2})"
+# Names are bounded (as a speaker's are) so a long line without the colon fails fast, not in quadratic time.
+_NAME = r"[^\t:]{1,160}?"
 SAVED = re.compile(
-    rf"^{_TIME}[ \t]+From[ \t]+(?P<sender>[^\t]+?)(?:[ \t]+to[ \t]+(?P<to>[^:\t]+?))?[ \t]*:(?:[ \t]+(?P<text>.*?))?[ \t]*$"
+    rf"^{_TIME}[ \t]+From[ \t]+(?P<sender>{_NAME})(?:[ \t]+to[ \t]+(?P<to>{_NAME}))?[ \t]*:(?:[ \t]+(?P<text>.*?))?[ \t]*$"
 )
-CLOUD = re.compile(rf"^{_TIME}\t(?P<sender>[^\t]+?)[ \t]*:\t(?P<text>.*?)[ \t]*$")
+CLOUD = re.compile(rf"^{_TIME}\t(?P<sender>{_NAME})[ \t]*:\t(?P<text>.*?)[ \t]*$")
 
 
 def opening(line: str) -> Opening | None:
