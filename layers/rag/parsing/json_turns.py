@@ -18,13 +18,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from rag.errors import ParseError
 from rag.parsing import assemblyai, deepgram, transcribe, whisper
-from rag.parsing.json_format import JsonFormat
+from rag.parsing.json_format import MAX_REPORTED_ERRORS, JsonFormat
 from rag.parsing.model import ParsedDocument
 from rag.parsing.turns import render_turns, speakers_of
 from rag.storable_text import describe_unstorable, first_unstorable
 
 SHAPE = 'a list of {"speaker", "text", "start"?, "end"?} turns or {"turns": [...]}'
-MAX_REPORTED_ERRORS = 3
 # In the order they are tried: Transcribe's and Deepgram's "results" hold different keys.
 SERVICE_FORMATS: tuple[JsonFormat, ...] = (transcribe.FORMAT, deepgram.FORMAT, assemblyai.FORMAT, whisper.FORMAT)
 ACCEPTED = "or the JSON output of " + ", ".join(f.describe() for f in SERVICE_FORMATS)
