@@ -251,6 +251,20 @@ def test_a_format_no_parser_reads_fails_with_its_name(name: str, data: bytes, me
     assert str(raised.value) == message
 
 
+def test_text_that_quotes_a_pdf_header_is_still_text() -> None:
+    doc = parse_document(b"# PDF notes\n\nA PDF file starts with %PDF-1.7 and ends with %%EOF.\n", "pdf-notes.md")
+    assert (doc.format, doc.title) == ("markdown", "PDF notes")
+
+
+def test_junk_before_the_header_of_a_file_named_pdf_is_tolerated(fixture_bytes: Callable[[str], bytes]) -> None:
+    assert parse_document(b"\x00\x01junk\r\n" + fixture_bytes("notes.pdf"), "notes.pdf").text == NOTES_PDF_TEXT
+
+
+def test_text_starting_like_a_magic_number_is_still_text() -> None:
+    doc = parse_document(b"ID3 tags hold the artist and title of an MP3.\n", "id3.txt")
+    assert (doc.format, doc.text) == ("text", "ID3 tags hold the artist and title of an MP3.\n")
+
+
 def test_a_file_named_pdf_that_is_not_one_says_so() -> None:
     with pytest.raises(ParseError, match=r"^scan\.pdf: not a PDF file \(it does not start with %PDF-\)$"):
         parse_document(b"\x00\x01\x02garbage\xff" * 10, "scan.pdf")

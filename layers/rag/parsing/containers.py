@@ -17,7 +17,7 @@ from rag.errors import ParseError
 
 Container = Literal["pdf", "docx"]
 
-# The PDF header may follow a few bytes of junk (ISO 32000-1 7.5.2 readers tolerate 1024).
+# The PDF header may follow some junk (readers tolerate 1024 bytes of it).
 PDF_HEADER_WINDOW = 1024
 ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")
 OLE2_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"  # .doc, .xls, .ppt, .msg; and encrypted Office documents
@@ -27,10 +27,14 @@ OCR = "run OCR on it first and upload the text"
 
 # (prefix, what it is): checked in order; the first match names the file.
 PREFIXES: tuple[tuple[bytes, str], ...] = (
-    (b"ID3", f"an audio file (MP3); {TRANSCRIBE}"),
-    (b"fLaC", f"an audio file (FLAC); {TRANSCRIBE}"),
-    (b"OggS", f"an audio file (Ogg); {TRANSCRIBE}"),
-    (b"#!AMR", f"an audio file (AMR); {TRANSCRIBE}"),
+    # ID3v2.2-2.4 (a version byte, then revision 0): a text note may start with "ID3 tags".
+    (b"ID3\x02\x00", f"an audio file (MP3); {TRANSCRIBE}"),
+    (b"ID3\x03\x00", f"an audio file (MP3); {TRANSCRIBE}"),
+    (b"ID3\x04\x00", f"an audio file (MP3); {TRANSCRIBE}"),
+    (b"fLaC\x00", f"an audio file (FLAC); {TRANSCRIBE}"),
+    (b"fLaC\x80", f"an audio file (FLAC); {TRANSCRIBE}"),
+    (b"OggS\x00", f"an audio file (Ogg); {TRANSCRIBE}"),
+    (b"#!AMR\n", f"an audio file (AMR); {TRANSCRIBE}"),
     (b"0&\xb2u\x8ef\xcf\x11", f"an audio or video file (Windows Media); {TRANSCRIBE}"),
     (b"\x1a\x45\xdf\xa3", f"a video file (WebM / Matroska); {TRANSCRIBE}"),
     (b"\x89PNG\r\n\x1a\n", f"an image (PNG); {OCR}"),
@@ -81,16 +85,16 @@ def container_format(data: bytes, name: str) -> Container | None:
     ParseError naming ``name`` for a format no parser reads, and for a file named ``.pdf`` or ``.docx``
     whose bytes are neither that nor text.
     """
-    if b"%PDF-" in data[:PDF_HEADER_WINDOW]:
+    suffix = PurePosixPath(name).suffix.lower()
+    # Junk before the header is tolerated in a file named .pdf only: a text note may quote "%PDF-".
+    if data.startswith(b"%PDF-") or (suffix == ".pdf" and b"%PDF-" in data[:PDF_HEADER_WINDOW]):
         return "pdf"
     if data.startswith(ZIP_MAGIC):
         return _zip_format(data, name)
     if data.startswith(OLE2_MAGIC):
-        suffix = PurePosixPath(name).suffix.lower()
         raise ParseError(f"{name}: {OLE2_BY_SUFFIX.get(suffix, OLE2_UNKNOWN)}")
     if (what := _media_format(data)) is not None:
         raise ParseError(f"{name}: {what}")
-    suffix = PurePosixPath(name).suffix.lower()
     if suffix in (".pdf", ".docx") and not _may_be_text(data):
         expected = "a PDF file (it does not start with %PDF-)" if suffix == ".pdf" else "a .docx file (it is no ZIP archive)"
         raise ParseError(f"{name}: not {expected}")
