@@ -139,6 +139,61 @@ def test_older_teams_docx_transcript_with_cue_times_merges_a_speakers_cues(parse
     ]
 
 
+def docx_of(*paragraphs: str) -> bytes:
+    import docx
+
+    document = docx.Document()
+    for paragraph in paragraphs:
+        document.add_paragraph(paragraph)
+    out = io.BytesIO()
+    document.save(out)
+    return out.getvalue()
+
+
+def test_teams_docx_with_one_space_before_the_time_and_turns_in_one_paragraph() -> None:
+    # No line with a wider gap: a single space is the layout; the speaker line and words may share a paragraph.
+    data = docx_of(
+        "Weekly sync", "Ana Lopez 0:02\nWe moved the cutover to Friday.", "Ben Okoro 0:09\nFriday works, see you at 10:30"
+    )
+
+    doc = parse_document(data, "sync.docx")
+
+    assert (doc.format, doc.title) == ("teams-docx", "Weekly sync")
+    assert [(t.speaker, t.text, t.start_time) for t in doc.turns] == [
+        ("Ana Lopez", "We moved the cutover to Friday.", 2.0),
+        ("Ben Okoro", "Friday works, see you at 10:30", 9.0),
+    ]
+
+
+def test_teams_docx_with_the_speaker_and_cue_times_on_one_line() -> None:
+    data = docx_of(
+        "Ana Lopez  0:00:01.500 --> 0:00:04.000", "We moved the cutover.", "Ben Okoro  0:00:04.000 --> 0:00:06.250", "Good."
+    )
+
+    doc = parse_document(data, "sync.docx")
+
+    assert [(t.speaker, t.text, t.start_time, t.end_time) for t in doc.turns] == [
+        ("Ana Lopez", "We moved the cutover.", 1.5, 4.0),
+        ("Ben Okoro", "Good.", 4.0, 6.25),
+    ]
+
+
+def test_in_the_cue_layout_words_ending_with_a_time_stay_words() -> None:
+    data = docx_of("0:0:0.0 --> 0:0:3.0", "Ana Lopez", "See you at 10:30", "0:0:3.0 --> 0:0:5.0", "Ben Okoro", "Fine.")
+
+    doc = parse_document(data, "sync.docx")
+
+    assert [(t.speaker, t.text) for t in doc.turns] == [("Ana Lopez", "See you at 10:30"), ("Ben Okoro", "Fine.")]
+
+
+def test_notes_with_a_few_times_at_line_ends_are_no_transcript() -> None:
+    data = docx_of(
+        "Plan", "Standup at 9:30", "Review at 14:00", *(f"Item {i} is on track and owned by the team." for i in range(10))
+    )
+
+    assert parse_document(data, "plan.docx").format == "docx"
+
+
 def test_a_docx_of_speaker_lines_is_a_transcript() -> None:
     import docx
 
