@@ -210,6 +210,38 @@ def test_a_docx_of_speaker_lines_is_a_transcript() -> None:
     assert doc.text[doc.turns[1].start_char : doc.turns[1].end_char] == "Ben: Monday works for me."
 
 
+def test_a_pdf_slower_to_read_than_its_time_budget_fails_saying_so(
+    fixture_bytes: Callable[[str], bytes], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from rag.parsing import pdf
+
+    monkeypatch.setattr(pdf, "MAX_EXTRACT_SECONDS", 0.0)
+    with pytest.raises(ParseError) as raised:
+        parse_document(fixture_bytes("notes.pdf"), "notes.pdf")
+    assert str(raised.value) == "notes.pdf: reading the PDF's text took more than 0 s (1 of 2 pages read); split it into parts"
+
+
+def test_a_pdf_with_more_pages_than_the_limit_is_refused_before_reading_them(
+    fixture_bytes: Callable[[str], bytes], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from rag.parsing import pdf
+
+    monkeypatch.setattr(pdf, "MAX_PAGES", 1)
+    monkeypatch.setattr(pdf, "_page_texts", lambda *_: pytest.fail("pages read"))
+    with pytest.raises(ParseError, match=r"^notes\.pdf: the PDF has 2 pages; the limit is 1: split it into parts$"):
+        parse_document(fixture_bytes("notes.pdf"), "notes.pdf")
+
+
+def test_a_pdf_with_more_text_than_ingest_takes_is_refused(
+    fixture_bytes: Callable[[str], bytes], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from rag.parsing import pdf
+
+    monkeypatch.setattr(pdf, "MAX_TEXT_CHARS", 200)
+    with pytest.raises(ParseError, match=r"^notes\.pdf: the PDF holds more than 200 characters of text; split it into parts$"):
+        parse_document(fixture_bytes("notes.pdf"), "notes.pdf")
+
+
 def test_a_scanned_pdf_says_it_has_no_text_layer_and_needs_ocr(fixture_bytes: Callable[[str], bytes]) -> None:
     with pytest.raises(ParseError) as raised:
         parse_document(fixture_bytes("scanned.pdf"), "scanned.pdf")

@@ -12,6 +12,7 @@ with a ParseError that says so. pypdf is imported only when a PDF arrives.
 from __future__ import annotations
 
 import io
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +30,9 @@ ParseText = Callable[[str, str], ParsedDocument]
 MAX_PAGES = 2000
 # As much text as the largest text file ingest takes (RAG_MAX_OBJECT_BYTES' default, 10 MB).
 MAX_TEXT_CHARS = 10 * 1024 * 1024
+# A time budget for pages that are slow to read (huge content streams): a quarter of the ingest's 120 s,
+# since a file whose embedding continues in a new invocation is parsed again there.
+MAX_EXTRACT_SECONDS = 30.0
 MAX_HEADING_LEVEL = 6
 
 
@@ -83,18 +87,27 @@ def _open(data: bytes, name: str) -> PdfReader:
 def _page_texts(reader: PdfReader, name: str) -> list[str]:
     pages: list[str] = []
     size = 0
+    started = time.monotonic()
+    total = len(reader.pages)
     for page in reader.pages:
         text = _clean(page.extract_text())
         size += len(text)
         if size > MAX_TEXT_CHARS:
             raise ParseError(f"{name}: the PDF holds more than {MAX_TEXT_CHARS} characters of text; split it into parts")
         pages.append(text)
+        if len(pages) < total and time.monotonic() - started >= MAX_EXTRACT_SECONDS:
+            raise ParseError(
+                f"{name}: reading the PDF's text took more than {MAX_EXTRACT_SECONDS:g} s ({len(pages)} of {total} pages"
+                " read); split it into parts"
+            )
     return pages
 
 
 def _clean(text: str) -> str:
-    """Lines without trailing spaces, no NUL (PostgreSQL refuses it), LF only, no blank runs at the ends."""
-    text = text.replace("\x00", "").replace("\r\n", "\n").replace("\r", "\n")
+    """Lines without trailing spaces, LF only, no blank runs at the ends; no NUL or lone surrogate (from a
+    broken string encoding), which PostgreSQL refuses."""
+    text = text.replace("\x00", "").encode("utf-8", "replace").decode("utf-8")
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
     return "\n".join(line.rstrip() for line in text.split("\n")).strip("\n")
 
 
