@@ -327,6 +327,7 @@ MP4_HEADER = b"\x00\x00\x00\x18ftypisom\x00\x00\x02\x00isomiso2"
         ("plan.xlsx", zip_of("[Content_Types].xml", "xl/workbook.xml"), "plan.xlsx: an Excel workbook (.xlsx), which is not supported; save the sheet as CSV or export it as PDF"),
         ("notes.odt", zip_of("content.xml", mimetype="application/vnd.oasis.opendocument.text"), "notes.odt: an OpenDocument file (.odt), which is not supported; save it as .docx or PDF"),
         ("notes.doc", b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + bytes(64), "notes.doc: a Word 97-2003 document (.doc), which is not supported; save it as .docx or PDF"),
+        ("notes.docx", b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + bytes(64), "notes.docx: a password-protected Word document; save it without the password and upload it again"),
         ("notes.bin", b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + bytes(64), "notes.bin: a legacy Office file (.doc, .xls, .ppt) or a password-protected Office document, which is not supported; save it as .docx or PDF without a password"),
         ("export.zip", zip_of("a.txt", "b.txt"), "export.zip: a ZIP archive; upload the files it holds one by one"),
         ("notes.rtf", b"{\\rtf1\\ansi Hello}", "notes.rtf: an RTF document, which is not supported; save it as .docx or PDF"),

@@ -72,6 +72,10 @@ OLE2_BY_SUFFIX = {
     ".xls": "an Excel 97-2003 workbook (.xls), which is not supported; save the sheet as CSV or export it as PDF",
     ".ppt": "a PowerPoint 97-2003 presentation (.ppt), which is not supported; export it as PDF",
     ".msg": "an Outlook message (.msg), which is not supported; save its text or attachments",
+    # Office encrypts a password-protected .docx/.xlsx/.pptx into this older container.
+    ".docx": "a password-protected Word document; save it without the password and upload it again",
+    ".xlsx": "a password-protected Excel workbook, which is not supported; save the sheet as CSV or export it as PDF",
+    ".pptx": "a password-protected PowerPoint presentation, which is not supported; export it as PDF",
 }
 OLE2_UNKNOWN = (
     "a legacy Office file (.doc, .xls, .ppt) or a password-protected Office document, which is not supported;"
