@@ -311,8 +311,8 @@ def _target(change: TimedChange, candidates: Sequence[TimedItem], timeline: Time
         said = change.words & item.words
         before = (change.context_words & item.words) - said
         shared_weight = weights.of(said) + CONTEXT_WEIGHT * weights.of(before)
-        if not said and not before:
-            continue
+        if not said and (not before or item.at.same_meeting(change.at)):
+            continue  # within the meeting that set a task, what was just said is no report on it
         coverage = shared_weight / max(weights.of(item.words), 1e-9)
         if item.kind == "task" and change.change != "reassigned" and _owner_speaks(change, timeline.tasks[item.id]):
             coverage += OWNER_REPORT_BONUS

@@ -39,6 +39,17 @@ def changes_of(text: str, speaker: str | None = "Lena Vogel") -> list[tuple[str,
         ("The staffing concern is resolved now that the two hires started.", [("closed", None)]),
         ("Flooding is no longer a risk since they moved the server room.", [("closed", None)]),
         ("I think we can close that one.", [("closed", None)]),
+        # a past tense with when it happened, the present perfect, a ticked box
+        ("I profiled the harbour level on the 8th.", [("done", None)]),
+        ("Kevin reached the chef at the restaurant on July 30.", [("done", None)]),
+        ("The night mapping fix went in on the 19th.", [("done", None)]),
+        ("Aisha has built the staffing templates in the sandbox.", [("done", None)]),
+        ("[x] Amara – museum contract and deposit", [("done", None)]),
+        ("I sent the one-pager around on Monday, so that's off my list.", [("done", None)]),
+        ("Then the glossary check is off my list.", [("cancelled", None)]),
+        ("I'm closing the payroll risk as far as I'm concerned.", [("closed", None)]),
+        ("I think we can call the memory problem closed.", [("closed", None)]),
+        ("I'll take the trailer over.", [("reassigned", "Lena Vogel")]),
     ],
 )
 def test_a_change_statement_and_its_new_value(text, expected):
@@ -59,6 +70,8 @@ def test_a_change_statement_and_its_new_value(text, expected):
         "That's a risk too.",
         "Aisha Patel: load the approved annual leave into the roster, due March 2.",  # an adjective, no report
         "Keep a signed copy in the file.",
+        "We decided to move into the new office on March 16 instead.",  # a decision, not work done
+        "We talked it through on Thursday.",
     ],
 )
 def test_plans_questions_and_negations_change_nothing(text):

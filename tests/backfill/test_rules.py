@@ -6,6 +6,7 @@ from datetime import date
 
 import pytest
 
+from rag.backfill.owners import People
 from rag.backfill.rules import classify, due_date, extract_by_rules
 from rag.backfill.units import Unit
 
@@ -190,3 +191,74 @@ def test_a_bare_agreed_takes_what_was_proposed_and_a_request_goes_to_who_accepts
     assert decision.speakers == ("Finance", "Lead") and decision.segment_id == 7
     request = next(i for i in items if i.kind == "task" and i.start_turn == 5)
     assert request.fields["assignee"] == "Engineer"
+
+
+@pytest.mark.parametrize(
+    ("text", "kinds"),
+    [
+        # the plan said plainly: a date something goes live or moves to, an amount something is set at
+        ("The pilot goes live on Monday the 2nd of March.", ["decision"]),
+        ("Go-live moves to Monday the 30th of March.", ["decision"]),
+        ("Tickets are a hundred and fifty dollars this year.", ["decision"]),
+        ("Our goal for the gala is two hundred and fifty thousand dollars.", ["decision"]),
+        ("We'll keep the paper rota running alongside for the first two periods.", ["decision"]),
+        ("We'll rent the tent for the terrace.", ["decision"]),
+        ("Let's book the quartet for dinner.", ["decision"]),
+        ("Okay, the night shift joins in phase two.", ["decision"]),  # closing a discussion
+        ("Night staff are in the pilot from day one, then.", ["decision"]),
+        # ... and what only sounds like one
+        ("The sandbox will be ready on Monday.", []),
+        ("Homecoming is on the 24th, the weekend after.", []),  # news, said in passing
+        ("The translator says she can start on the 1st of September.", []),
+        ("The sales page went live on August 31st.", []),  # a report of the past
+        ("We'll move on, then, to item 2.", []),  # running the meeting
+        ("Let's take a break.", []),
+        ("We'll see how it goes.", []),
+        ("Dan will open a separate account by the end of August.", ["task"]),  # Dan's task, not a decision
+        # risks: a condition that something does not happen, a dependency that comes late
+        ("If Coastal Bank doesn't come back, we're forty thousand short.", ["risk"]),
+        ("If it isn't fixed by the 17th, the caterer has to carry the food upstairs.", ["risk"]),
+        ("At two hundred and eighty, if we sell out, we can't hit the goal.", ["risk"]),
+        ("The sandbox won't be ready until the first week of February.", ["risk"]),
+        ("The QA partner can't start until July 13th.", ["risk"]),
+        ("If it doesn't arrive, we'll use the old one.", []),  # what to do about it
+        ("If there are no objections, we'll move on.", []),
+        ("If we hadn't done that, we would have been.", []),  # looking back
+        ("People have seen the sandbox and they're much less worried.", []),
+    ],
+)
+def test_plans_said_plainly_and_risks_said_as_conditions(text, kinds):
+    assert [m.kind for m in classify(text, "Priya")] == kinds
+
+
+def test_a_first_word_is_a_person_only_when_the_meeting_knows_them():
+    people = People.of(["Greg Holm", "Maria Okafor"])
+    assert [m.kind for m in classify("Greg will send the export file.", "Maria Okafor", people=people)] == ["task"]
+    assert [m.kind for m in classify("Staff will submit their requests early.", "Maria Okafor", people=people)] == []
+    # notes have no speakers to know: the benefit of the doubt
+    assert [m.kind for m in classify("Omar will rerun the soak test.", None, people=People.of([]))] == ["task"]
+
+
+def test_a_decision_said_twice_in_one_turn_is_one_and_a_deadline_may_follow_its_task():
+    texts = [
+        (0, "Maria", "Then let's stay with what works."),
+        (0, "Maria", "The gala goes back to the Grand Pier Ballroom."),
+        (1, "Aisha", "I'll build the staffing templates as soon as the sandbox is up."),
+        (1, "Aisha", "By February 10th, if it arrives when Greg says."),
+    ]
+    units, start = [], 0
+    for turn, speaker, text in texts:
+        units.append(Unit(start, start + len(text), text, turn, speaker))
+        start += len(text) + 1
+    items = extract_by_rules(units, segment_id=1, meeting_date=date(2026, 1, 27))
+    [decision] = [i for i in items if i.kind == "decision"]
+    assert decision.description == "The gala goes back to the Grand Pier Ballroom."
+    assert (decision.start_char, decision.end_char) == (0, units[1].end_char)
+    [task] = [i for i in items if i.kind == "task"]
+    assert (task.fields["assignee"], task.fields["due_date"]) == ("Aisha", date(2026, 2, 10))
+
+
+def test_after_a_bare_okay_the_chair_settles_the_plan():
+    units = [Unit(0, 5, "Okay.", 3, "Maria"), Unit(6, 50, "Nights will join in phase two.", 3, "Maria")]
+    assert [i.kind for i in extract_by_rules(units, None, None)] == ["decision"]
+    assert [i.kind for i in extract_by_rules(units[1:], None, None)] == []

@@ -49,6 +49,19 @@ PLAN = _any(
     r"^(?:let's|please)\b",
     r"\bif\b",
 )
+# When a past-tense report happened: "on the 19th", "on 28 May", "on Thursday", "Thursday", "yesterday", "last week".
+PAST_TIME = (
+    r"\b(?:on\s+(?:the\s+)?\d|on\s+\w+\s+\d|yesterday|last\s+(?:week|night|month|\w+day)|this\s+morning|the\s+next\s+day|"
+    r"(?:on\s+)?(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b|in\s+(?:january|february|march|april|may|"
+    r"june|july|august|september|october|november|december)|already)"
+)
+# Past tenses that report talk, thought or a change of plan, not work done.
+NOT_COMPLETIONS = (
+    r"(?:decided|agreed|discussed|talked|mentioned|said|asked|wondered|noticed|considered|heard|learned|worried|wanted|"
+    r"needed|tried|planned|expected|hoped|looked|thought|started\s+to|changed|moved|pushed|slipped|delayed|postponed|"
+    r"rescheduled|used|liked|seemed|happened|called|raised|flagged|suggested|proposed|promised|offered|assumed|"
+    r"explained|checked\s+whether|warned|complained|missed|failed|forgot|lost)"
+)
 NEGATED = _any(r"\b(?:not|never)\b", r"n't\b")
 DONE = _any(
     r"\b(?:is|are|was|were|'s|got|been|all)\s+(?:now\s+)?(?:done|finished|complete|completed|sorted|wrapped\s+up)\b",
@@ -66,11 +79,23 @@ DONE = _any(
     r"posted|uploaded|delivered|merged|deployed|released|approved|reviewed|received|confirmed|up|live|out|ready|"
     r"in\s+place|installed|rebuilt|fixed)\b",
     r"^(?:done|finished|sent|submitted|booked|signed|published)\b",
+    r"^\[[xX]\]",  # a ticked checkbox in notes
+    # A report in the past tense, with when it happened: "I profiled the harbour on the 8th", "Kevin reached
+    # Marco on July 30", "the fix went in on the 19th", "it arrived Thursday", "opened on August 27th".
+    rf"(?:^|\b(?:I|we|he|she|they|it|[A-Z][a-z]+)\s+)(?!{NOT_COMPLETIONS}\b)(?:\w+ed|built|ran|reran|sent|made|wrote|did|put|took|went\s+(?:in|to|out)|"
+    rf"came\s+(?:up|in)|began|bought|found|gave|met|spoke|brought|held|paid|sold|won|got)\b.{{0,80}}?{PAST_TIME}",
+    # The present perfect reports a completion: "Aisha has built the templates", "I've got forty-three volunteers".
+    rf"\b(?:has|have|'ve)\s+(?:now\s+|already\s+|just\s+|finally\s+)?(?!{NOT_COMPLETIONS}\b)(?:\w+ed|built|done|sent|made|written|got|gotten|put|set\s+up|"
+    r"taken|run|paid|sold|found|given|bought|won)\b",
+    r"\b(?:is|are)\s+(?:all\s+|now\s+)?in[.!]?$",  # "the personal asks are in"
 )
 CANCELLED = _any(
     r"\bcancel(?:led|ed|ling|s)?\b", r"\bcall(?:ed|ing)?\s+off\b", r"\bscrap(?:ped|ping)?\b",
     r"\bno\s+longer\s+need", r"\bnot\s+needed\s+any\s*more\b", r"\bdon't\s+need\b.{0,60}\bany\s*more\b",
+    r"\bnot\s+happening\b",
 )  # fmt: skip
+# "That's off my list" after "I sent it Monday" is done; said alone, the task was dropped.
+DROPPED = re.compile(r"\boff\s+(?:my|the|our|his|her|their)\s+(?:list|plate)\b", re.I)
 REASSIGNED = re.compile(
     "|".join(
         (
@@ -83,6 +108,11 @@ REASSIGNED = re.compile(
         )
     )
 )  # case-sensitive: a name is capitalized
+# "I'll take the trailer over", "I'll take over the auction items": the speaker is the new owner.
+TAKES_OVER = re.compile(
+    r"\bI(?:'ll|\s+will|\s+can|'m\s+going\s+to)\s+take\s+(?:over\s+(?:the|it|that|this|them)\b|(?:it|that|this|them|the\b.{0,60}?)\s*over\b)",
+    re.I,
+)
 RESCHEDULED = _any(
     r"\b(?:push(?:ed|ing)?|mov(?:e|ed|ing)|slip(?:s|ped|ping)?|slid(?:e|es|ing)?|postpon(?:e|ed|ing)|delay(?:ed|ing)?|"
     r"reschedul(?:e|ed|ing)|shift(?:ed|ing)?)\b.{0,60}\b(?:to|until|till)\b",
@@ -90,12 +120,13 @@ RESCHEDULED = _any(
     r"\binstead\s+of\b",
 )
 CLOSED = _any(
-    r"\b(?:risk|concern|issue|worry|problem|that\s+one|this\s+one)\b.{0,40}?\b(?:is|are|'s|as|be)\s+"
+    r"\b(?:risk|concern|issue|worry|problem|fear|threat|that\s+one|this\s+one)\b.{0,40}?\b(?:is|are|'s|as|be)\s+"
     r"(?:now\s+)?(?:closed|gone|resolved|retired|mitigated|off\s+the\s+table|behind\s+us)\b",
-    r"\b(?:call|consider|mark)\b.{0,50}\b(?:risk|concern|issue|one)\s+(?:as\s+)?closed\b",
+    r"\b(?:call|consider|mark)\b.{0,50}\b(?:risk|concern|issue|problem|worry|one)\s+(?:as\s+)?closed\b",
     r"\bno\s+longer\s+(?:a\s+|an\s+)?(?:risk|concern|issue|worry|problem)\b",
     r"\bnot\s+(?:a\s+|an\s+)?(?:risk|concern|issue|worry|problem)\s+any\s*more\b",
-    r"\b(?:close|retire)\s+(?:that|this|the)\b.{0,40}?\b(?:risk|concern|one)\b",
+    r"\b(?:clos(?:e|ing)|retir(?:e|ing))\s+(?:that|this|the)\b.{0,40}?\b(?:risk|concern|worry|issue|one)\b",
+    r"^(?:so\s+)?no\s+(?:clash|conflict)\b",
     r"\bnothing\s+to\s+worry\s+about\b",
 )
 
@@ -108,7 +139,7 @@ def detect_changes(
     units = [line for unit in units for line in _lines(unit)]
     for position, unit in enumerate(units):
         core = clean(unit.text)
-        for change, new_value in _changes_of(core, meeting_date, people):
+        for change, new_value in _changes_of(core, meeting_date, people, unit.speaker):
             # In a transcript what was just said is what a short "I sent it Friday" is about; in notes
             # the line before is another item.
             before = [u for u in units[max(position - CONTEXT_UNITS, 0) : position] if u.turn is not None]
@@ -150,19 +181,24 @@ def _lines(unit: Unit) -> list[Unit]:
     return lines
 
 
-def _changes_of(core: str, meeting_date: date | None, people: People) -> list[tuple[str, str | None]]:
-    """(change, new value) pairs one sentence states."""
+def _changes_of(core: str, meeting_date: date | None, people: People, speaker: str | None = None) -> list[tuple[str, str | None]]:
+    """(change, new value) pairs one sentence states; ``speaker`` takes over what they say they take over."""
     changes: list[tuple[str, str | None]] = []
     if reassigned := REASSIGNED.search(core):
         name = next(value for key, value in reassigned.groupdict().items() if key.startswith("name") and value)
         changes.append(("reassigned", people.canonical(name)))
+    elif speaker and (TAKES_OVER.search(core)):
+        changes.append(("reassigned", people.canonical(speaker)))
     if core.endswith("?"):
         return changes  # a question changes nothing, save asking someone to take a task over
     if CLOSED.search(core):
         changes.append(("closed", None))
-    if CANCELLED.search(core):
+    done = DONE.search(core)
+    if done and (_before(PLAN, core, done) or _before(NEGATED, core, done)):
+        done = None
+    if CANCELLED.search(core) or (DROPPED.search(core) and not done):
         changes.append(("cancelled", None))
-    elif (done := DONE.search(core)) and not _before(PLAN, core, done) and not _before(NEGATED, core, done):
+    elif done:
         changes.append(("done", None))
     moved = RESCHEDULED.search(core) or reassigned  # "take over the one-pager, due March 11": a new date too
     if moved and (new_date := due_date(core, meeting_date)):

@@ -81,7 +81,9 @@ class ExtractStage(ModelStage):
 
 
 def _at_any(item: KnowledgeItem, changes: Sequence[KnowledgeChange]) -> bool:
-    return any(item.start_char < c.end_char and c.start_char < item.end_char for c in changes)
+    """Whether a change statement is where the item starts (a request followed by "Raj pushed it yesterday" in
+    the same turn is still a request)."""
+    return any(c.start_char <= item.start_char < c.end_char for c in changes)
 
 
 def owned(item: KnowledgeItem, people: People) -> KnowledgeItem:

@@ -75,6 +75,11 @@ class People:
         in_meeting = _resolve(mention, self.names) or self._titled(mention) or mention
         return _resolve(in_meeting, (*self.names, *self.known)) or in_meeting
 
+    def knows(self, name: str) -> bool:
+        """Whether ``name`` refers to a speaker of the meeting or a person the project knows."""
+        wanted = _tokens(clean_label(name))
+        return bool(wanted) and any(_refers_to(wanted, _tokens(n)) for n in (*self.names, *self.known))
+
     def _titled(self, mention: str) -> str | None:
         """The one speaker whose label's title is this one word ("Chief", "Chair"), if only one has it."""
         wanted = _tokens(mention)
