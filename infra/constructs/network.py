@@ -20,13 +20,15 @@ from infra.defaults import DATABASE_SUBNETS, FUNCTION_SUBNETS, VPC_CIDR, log_gro
 # Interface endpoints for what is called from inside the VPC (S3 is a free gateway endpoint), about $7.30 a month
 # per AZ each. SQS: the ingest function's ChangeMessageVisibility and SendMessage (rag.queue_retry). Secrets Manager:
 # the proxy, the rotations, the migrator, the OpenAI key. Bedrock: embeddings and the chat model, where configured;
-# Bedrock Agent Runtime: the query function's Rerank calls, with the Bedrock reranker. Not CloudWatch Logs
-# (Lambda ships logs from outside the VPC) and not Step Functions (nothing in the VPC calls it).
+# Bedrock Agent Runtime: the query function's Rerank calls, with the Bedrock reranker. Step Functions: the ingest
+# function's start of the backfill (rag.backfill_trigger), where no NAT reaches it (a few calls per batch: through a
+# NAT they cost nothing worth an endpoint). Not CloudWatch Logs (Lambda ships logs from outside the VPC).
 INTERFACE_ENDPOINTS: dict[str, ec2.InterfaceVpcEndpointAwsService] = {
     "Sqs": ec2.InterfaceVpcEndpointAwsService.SQS,
     "SecretsManager": ec2.InterfaceVpcEndpointAwsService.SECRETS_MANAGER,
     "BedrockRuntime": ec2.InterfaceVpcEndpointAwsService.BEDROCK_RUNTIME,
     "BedrockAgentRuntime": ec2.InterfaceVpcEndpointAwsService.BEDROCK_AGENT_RUNTIME,
+    "StepFunctions": ec2.InterfaceVpcEndpointAwsService.STEP_FUNCTIONS,
 }
 
 
@@ -80,6 +82,8 @@ class Network(Construct):
             del endpoints["BedrockRuntime"]  # about $15 a month (two AZs) for a service this stage never calls
         if not config.uses_bedrock_rerank:
             del endpoints["BedrockAgentRuntime"]  # Rerank is its only caller
+        if config.needs_internet_egress:
+            del endpoints["StepFunctions"]  # the NAT reaches it
         # The lookup (an EC2 DescribeVpcEndpointServices by the CDK CLI, kept in cdk.context.json) needs the
         # account and region; offline it is recorded as missing context and the CLI performs it before deploying.
         stack = cdk.Stack.of(self)

@@ -10,10 +10,16 @@ if TYPE_CHECKING:
 
 
 @lru_cache(maxsize=8)
-def _client(service: str, region: str, endpoint_url: str | None) -> Any:
+def _client(service: str, region: str, endpoint_url: str | None, quick: bool = False) -> Any:
     import boto3
 
-    return boto3.client(service, region_name=region, endpoint_url=endpoint_url)
+    if not quick:
+        return boto3.client(service, region_name=region, endpoint_url=endpoint_url)
+    from botocore.config import Config
+
+    # Short timeouts, one retry: for a call that must never hold up the work around it.
+    config = Config(connect_timeout=3, read_timeout=10, retries={"total_max_attempts": 2, "mode": "standard"})
+    return boto3.client(service, region_name=region, endpoint_url=endpoint_url, config=config)
 
 
 def s3_client(settings: Settings) -> Any:
@@ -25,4 +31,5 @@ def sqs_client(settings: Settings) -> Any:
 
 
 def stepfunctions_client(settings: Settings) -> Any:
-    return _client("stepfunctions", settings.aws_region, settings.aws_endpoint_url)
+    """Quick to give up: starting the backfill must never hold up an ingest (rag.backfill_trigger)."""
+    return _client("stepfunctions", settings.aws_region, settings.aws_endpoint_url, quick=True)

@@ -143,3 +143,12 @@ def test_a_lost_race_is_no_error(s3, machine):
     stubber.add_client_error("start_execution", "ExecutionAlreadyExists", "Execution Already Exists")
     with stubber:
         assert start_backfill(sfn, machine, EXECUTION_INPUT) == "running"
+
+
+def test_the_step_functions_client_gives_up_quickly_so_a_start_never_holds_up_the_ingest():
+    from rag.aws import stepfunctions_client
+    from rag.config import get_settings
+
+    config = stepfunctions_client(get_settings()).meta.config
+    assert (config.connect_timeout, config.read_timeout) == (3, 10)
+    assert config.retries["mode"] == "standard" and config.retries["total_max_attempts"] == 2  # one retry
