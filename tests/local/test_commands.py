@@ -29,6 +29,7 @@ def test_rag_help_lists_the_commands_in_their_order():
         "down",
         "migrate",
         "ingest",
+        "rm",
         "status",
         "redrive",
         "backfill",
