@@ -214,6 +214,7 @@ def test_a_bare_agreed_takes_what_was_proposed_and_a_request_goes_to_who_accepts
         ("We'll move on, then, to item 2.", []),  # running the meeting
         ("Let's take a break.", []),
         ("We'll see how it goes.", []),
+        ("OK so here's where we are on the budget.", []),
         ("Dan will open a separate account by the end of August.", ["task"]),  # Dan's task, not a decision
         # risks: a condition that something does not happen, a dependency that comes late
         ("If Coastal Bank doesn't come back, we're forty thousand short.", ["risk"]),

@@ -116,7 +116,7 @@ DECISION = _any(
 # ("tickets are a hundred and fifty dollars this year", "the Switch price is 24.99"), and what the chair says after
 # closing a discussion ("Okay. Nights will join in phase two", "night staff are in the pilot from day one, then").
 # Each holds only said plainly: a hedge, a condition, the past or a question makes it talk about a plan, not one.
-_SUBJECT = r"^(?!(?:I|you|it|that|this|there|he|she|they|which|what|we|let's)\b)(?:the\s+|our\s+)?[\w'-]+(?:\s+[\w'-]+){0,4}?\s+"
+_SUBJECT = r"^(?!(?:I|you|it|that|this|there|here|where|how|who|he|she|they|which|what|we|let's)\b)(?:the\s+|our\s+)?[\w'-]+(?:\s+[\w'-]+){0,4}?\s+"
 # A date something starts, moves or goes live: settled when said plainly.
 SCHEDULED = re.compile(
     _SUBJECT + r"(?:goes\s+live|go\s+live|launch(?:es)?|moves?\s+(?:back\s+)?to|comes?\s+onto|joins?|"
