@@ -1,4 +1,5 @@
-"""Query Lambda: the HTTP API (search, context, projects, meetings, tasks, documents).
+"""Query Lambda: the HTTP API: search and context; projects, meetings, tasks, documents, a project's changes and
+brief; /v1/ask and its tools (/v1/tools); the same tools over MCP (/mcp); the OpenAPI document.
 
 Thin by design: routes and models live in ``rag.api``; the search in ``rag.search``.
 """

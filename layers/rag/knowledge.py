@@ -24,7 +24,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-KeywordRanking = Literal["postings_bm25", "tsvector_bm25"]
+# BM25 with N, lengths and document frequencies from the project's kept statistics (chunks: chunk_lexemes and
+# keyword_stats), or counted from the filtered rows' tsvectors at query time (the smaller item tables).
+KeywordRanking = Literal["project_stats_bm25", "tsvector_bm25"]
 Stage = Literal["ingest", "segment", "extract"]  # what writes a kind's rows: ingest or a backfill stage
 
 # Columns of every extracted item that say where it came from (sql/0003).
@@ -72,7 +74,7 @@ def _extracted(name: str, table: str, fields: tuple[str, ...], linked: tuple[str
 KINDS: tuple[Kind, ...] = (
     Kind(
         "chunk", "chunks", "transcript and document passages", "ingest", "c.content",
-        ("chunk_index", "heading_path", "start_time", "end_time"), keyword="postings_bm25",
+        ("chunk_index", "heading_path", "start_time", "end_time"), keyword="project_stats_bm25",
     ),
     Kind(
         "segment", "segments", "topic summaries", "segment", "c.title || E'\\n' || c.summary",

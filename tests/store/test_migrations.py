@@ -213,7 +213,7 @@ def test_0009_moves_bm25_to_the_tsvectors_of_a_database_with_chunks(database_url
                 )
 
             with monkeypatch.context() as patched:
-                patched.setitem(engine._KEYWORD_CTES, "postings_bm25", old_cte)
+                patched.setitem(engine._KEYWORD_CTES, "project_stats_bm25", old_cte)
                 before = results()
             stats_before = conn.execute("SELECT * FROM keyword_stats ORDER BY 1, 2").fetchall()
 

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from rag.embedding.base import Embedder
     from rag.search.engine import Hit
 
-PASSAGE_CHARS = 2500  # a passage the model reads; chunks are at most ~2,000 characters
+PASSAGE_CHARS = 2500  # a passage the model reads: a 512-token chunk of English is about 2,000 characters
 
 
 class ToolError(Exception):

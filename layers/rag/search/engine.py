@@ -167,7 +167,7 @@ _QUERY_TERMS = """query_terms AS (
         SELECT DISTINCT term FROM unnest(tsvector_to_array(to_tsvector('english', %(qtext)s))) AS term)"""
 
 
-def _postings_keyword_cte(table: str, where: str, join_documents: str) -> str:
+def _project_stats_keyword_cte(table: str, where: str, join_documents: str) -> str:
     """Exact BM25 from the chunks' ``search_tsv`` (sql/0009), ``chunk_lexemes`` and the per-project ``keyword_stats``.
 
     Document frequencies count the project's chunks holding the term, whatever the filter, in
@@ -237,7 +237,7 @@ def _tsvector_keyword_cte(table: str, where: str, join_documents: str) -> str:
             ORDER BY score DESC, m.id LIMIT %(candidates)s) k)"""
 
 
-_KEYWORD_CTES = {"postings_bm25": _postings_keyword_cte, "tsvector_bm25": _tsvector_keyword_cte}
+_KEYWORD_CTES = {"project_stats_bm25": _project_stats_keyword_cte, "tsvector_bm25": _tsvector_keyword_cte}
 
 
 def _min_max(value: str) -> str:

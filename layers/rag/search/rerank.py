@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 MAX_GRADE = 10
-PASSAGE_CHARS = 1500  # a chunk is at most ~2,000 characters; the grade needs the gist, not every word
+PASSAGE_CHARS = 1500  # a 512-token chunk of English is about 2,000 characters; the grade needs the gist, not every word
 
 SYSTEM = (
     "You grade search results for a question about meetings and documents. For every numbered passage, "
