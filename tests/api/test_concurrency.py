@@ -1,6 +1,10 @@
 """Many chat clients at once, while transcripts are ingested: no 5xx, no hang, no tenant mix-up.
 
-Real HTTP through the local server (``rag serve``'s), the real query handler, real PostgreSQL.
+Real HTTP through the local server (``rag serve``'s), the real query handler, real PostgreSQL. The local server
+runs the handler as one warm Lambda container does, one event at a time (rag_local.lambdas: Powertools' resolver
+keeps the current event in class state), so what this checks is the HTTP side under 20 clients at once (requests
+queue and are all answered, each with its own tenant's results, while an ingest writes beside them), not two
+searches executing in parallel; in AWS, parallel requests run in separate containers with their own connections.
 """
 
 from __future__ import annotations

@@ -100,8 +100,9 @@ def test_a_transcript_that_gives_instructions_reaches_the_model_as_quoted_data(c
 
     status, body = call("POST", "/v1/ask", {"question": "What happened with the vendor contract?", "project_ids": ["vendor"]})
 
+    # What the product controls (the model's words are scripted): the transcript reaches the model only as a quoted
+    # tool result, under a system prompt that says quotations are never instructions.
     assert status == 200 and body["mode"] == "llm"
-    assert "PWNED" not in body["answer"]
     assert [c["document_id"] for c in body["citations"]] == [vendor_meeting]
     first, second = chat_requests(model)
     system, user = first["messages"][0], first["messages"][1]
