@@ -132,8 +132,22 @@ class Monitoring(Construct):
         # Any message in the DLQ (ApproximateNumberOfMessagesVisible >= 1, i.e. > 0); the description is the runbook.
         self.dead_letters = alarm("DeadLetters", dlq_depth, 1, dead_letter_runbook(dead_letter_queue, ingest_logs))
         for name, function in functions.items():
-            alarm(f"{name}Errors", function.metric_errors(period=PERIOD), 1, f"{name} Lambda raised errors")
-            alarm(f"{name}Throttles", function.metric_throttles(period=PERIOD), 1, f"{name} Lambda was throttled")
+            logs_of = f"aws logs tail /aws/lambda/{function.function_name} --since 1h --filter-pattern ERROR"
+            alarm(
+                f"{name}Errors",
+                function.metric_errors(period=PERIOD),
+                1,
+                runbook(f"{name} Lambda raised errors.", f"1) Find the error: {logs_of}", "2) Fix the cause."),
+            )
+            alarm(
+                f"{name}Throttles",
+                function.metric_throttles(period=PERIOD),
+                1,
+                runbook(
+                    f"{name} Lambda was throttled: refused for concurrency.",
+                    "1) Check its reserved concurrency against its load (infra/README.md, 'Capacity').",
+                ),
+            )
         ingest_age = ingest_queue.metric_approximate_age_of_oldest_message(period=PERIOD, statistic="Maximum")
         self.ingest_queue_age = alarm(
             "IngestQueueAge",
@@ -286,8 +300,24 @@ class Monitoring(Construct):
         for name, api in apis.items():
             errors = api.metric_server_error(period=PERIOD)
             latency = api.metric_latency(period=PERIOD, statistic="p95")
-            alarm(f"{name}ServerErrors", errors, 1, f"{name} answered 5xx")
-            alarm(f"{name}LatencyP95", latency, config.api_p95_latency_ms, f"{name} p95 latency over budget", periods=3)
+            query = functions.get("Query")
+            query_logs = f"aws logs tail /aws/lambda/{query.function_name if query else '<query function>'} --since 1h"
+            alarm(
+                f"{name}ServerErrors",
+                errors,
+                1,
+                runbook(f"{name} answered 5xx.", f"1) Find the error: {query_logs}", "2) Check the database alarms."),
+            )
+            alarm(
+                f"{name}LatencyP95",
+                latency,
+                config.api_p95_latency_ms,
+                runbook(
+                    f"{name} p95 latency over {config.api_p95_latency_ms} ms for 15 minutes.",
+                    "1) Check DatabaseCpu and ProxyBorrowLatency, then the query function's duration on the dashboard.",
+                ),
+                periods=3,
+            )
             latency_metrics.append(latency)
             error_metrics.append(errors)
 

@@ -110,7 +110,10 @@ def test_configuration_beyond_the_database_is_refused_with_the_reason(
 
 
 def test_a_bigger_instance_takes_more_after_raising_its_max_connections() -> None:
+    small = stage_config("dev")
     config = stage_config(
         "dev", {"db_instance_class": "t4g.small", "db_max_connections": "160", "query_reserved_concurrency": "100"}
     )
-    assert config.proxy_connection_budget == 128 and config.reserved_concurrency == 111
+    assert config.proxy_connection_budget > small.proxy_connection_budget
+    assert small.proxy_connection_budget < config.reserved_concurrency <= config.proxy_connection_budget
+    assert config.db_max_connections - config.proxy_connection_budget >= DB_ADMIN_HEADROOM

@@ -17,6 +17,7 @@ from aws_cdk.assertions import Annotations, Match
 from infra.config import stage_config
 from infra.constructs import monitoring
 from infra.stack import build
+from tests.conftest import REPO_ROOT
 from tests.infra.conftest import SKIP_BUNDLING, Synthesized, resolve_strings
 
 # The alarms of issue 12 (logical id prefix under Monitoring/): each carries a runbook in its description.
@@ -72,9 +73,22 @@ def deployed_length(description: Any) -> int:
 # --- every alarm --------------------------------------------------------------------------------------------------
 
 
-def test_every_alarm_notifies_the_topic(stage: Synthesized) -> None:
-    for name, props in alarms(stage).items():
+def runbook_rows() -> list[re.Pattern[str]]:
+    """The alarm names of infra/README.md's "When an alarm fires" table, as patterns (``<Function>Errors``)."""
+    text = (REPO_ROOT / "infra" / "README.md").read_text(encoding="utf-8")
+    table = text[text.index("| alarm (`Monitoring/…`)") :].split("\n\n", 1)[0]
+    names = [n for row in table.splitlines()[2:] for n in re.findall(r"`([^`]+)`", row.split("|")[1])]
+    return [re.compile(re.escape(n).replace(re.escape("<Function>"), r"\w+").replace("…", r"\w*")) for n in names]
+
+
+def test_every_alarm_has_an_action_and_a_runbook_entry(stage: Synthesized) -> None:
+    rows = runbook_rows()
+    for logical, props in alarms(stage).items():
+        name = re.sub(r"^Monitoring|[0-9A-F]{8}$", "", logical)
         assert props["AlarmActions"] == [{"Ref": topic(stage)}], name
+        assert any(row.fullmatch(name) for row in rows), f"{name}: no row in infra/README.md's alarm table"
+        assert "infra/README.md" in resolve_strings(props["AlarmDescription"]), name
+        assert deployed_length(props["AlarmDescription"]) <= 1024, name  # CloudWatch's limit
 
 
 def test_each_operational_alarm_says_what_it_means_and_what_to_do(stage: Synthesized) -> None:
