@@ -40,7 +40,7 @@ from dataclasses import dataclass, field, replace
 from datetime import date
 from typing import Any
 
-from rag.backfill import rules
+from rag.backfill import cues, rules
 from rag.backfill.documents import ClaimedDocument
 from rag.backfill.models import ItemKind, KnowledgeItem, StoredSegment
 from rag.backfill.text import clip
@@ -339,7 +339,7 @@ def _paragraph_blocks(lines: Sequence[Line]) -> list[Block]:
 
 NAME = r"[A-Z][\w'’.-]*(?:\s+[A-Z][\w'’.-]*){0,2}"
 HANDLE = r"@(?P<handle>[\w.-]+)"
-NOT_OWNERS = rules.NOT_NAMES | {
+NOT_OWNERS = cues.NOT_NAMES | {
     "All", "Team", "Everybody", "TBD", "TBC", "Note", "Notes", "Owner", "Due", "Status", "Update", "Done", "Todo",
     "Action", "Decision", "Risk", "Next", "Follow", "Please", "Need", "Ask", "Check", "Send", "Review", "Make",
     "Get", "Set", "Add", "Fix", "Write", "Draft", "Schedule", "Book", "Confirm", "Share", "Prepare",
@@ -486,7 +486,7 @@ def item_fields(kind: ItemKind, reading: Reading, meeting_date: date | None) -> 
             "status": _status(status_text if status_text is not None else text, reading.checkbox),
         }
     if kind == "decision":
-        why = rules.RATIONALE.search(reading.whole)
+        why = cues.RATIONALE.search(reading.whole)
         return {
             "status": "agreed",
             "owner": cells.get("owner") or _labelled_owner(reading.whole),
@@ -497,13 +497,13 @@ def item_fields(kind: ItemKind, reading: Reading, meeting_date: date | None) -> 
         level = (cells.get("likelihood") or (likelihood["level"] or likelihood["alone"] if likelihood else "") or "").lower()
         mitigation = MITIGATION_LABEL.search(reading.whole)
         return {
-            "category": rules.keyword_class(reading.whole, rules.RISK_CATEGORIES, "general"),
+            "category": rules.keyword_class(reading.whole, cues.RISK_CATEGORIES, "general"),
             "likelihood": level if level in ("low", "medium", "high") else None,
             "impact": cells.get("impact") or None,
             "mitigation": cells.get("mitigation") or (clip(mitigation["how"], 500) if mitigation else None),
         }
     return {  # opportunity
-        "type": rules.keyword_class(reading.whole, rules.OPPORTUNITY_TYPES, "general"),
+        "type": rules.keyword_class(reading.whole, cues.OPPORTUNITY_TYPES, "general"),
         "owner": cells.get("owner") or _labelled_owner(reading.whole),
     }
 

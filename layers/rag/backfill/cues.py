@@ -1,0 +1,247 @@
+"""The cue patterns of the offline extractor (rag.backfill.rules): what in a sentence makes it a decision, a risk,
+an opportunity or a task, and what only sounds like one. The rules' docstring says what each kind takes; the
+comments here say why a pattern is shaped as it is.
+"""
+
+from __future__ import annotations
+
+import re
+
+FILLERS = re.compile(
+    r"^(?:(?:okay|ok|so|right|good|well|yeah|yes|sure|then|and|alright|great|fine|uh|um|er|ah|hmm|mm)\b[,.!:]?\s*)+", re.I
+)
+
+
+def _any(*patterns: str) -> re.Pattern[str]:
+    return re.compile("|".join(f"(?:{p})" for p in patterns), re.I)
+
+
+# Verbs a group settles a plan with, in the present tense ("we ship", "we move", "we drop"); "we go" only with
+# "with / for / back to / ahead" ("we go to the shop" settles nothing).
+SETTLED_VERBS = (
+    r"ship|move|keep|stay|drop|use|close|open|lower|raise|cut\s+over|switch|launch|cap|freeze|cancel|postpone|skip|"
+    r"adopt|approve|reject|pick|choose|target|price|fund|replace|remove|release|stick|upgrade|downgrade|submit|rent|book|"
+    r"hire|set|add|hold|go\s+(?:with|for|back\s+to|ahead|digital)"
+)
+# ... and in the future tense ("we'll keep the paper rota", "we'll rent the tent"): the same verbs and a few that
+# only settle a plan when promised ("we'll run it for one period"); "we'll see / talk / look" settle nothing.
+SETTLED_VERBS_FUTURE = rf"{SETTLED_VERBS}|run|do\s+(?:it|the|that|this)\b(?!\s+(?:later|next|again))|limit|charge|sell|offer|require|allow|stop\b(?!\s+(?:there|here))"
+# What "let's" settles: a choice ("let's book the quartet", "let's go with March"), not running the meeting
+# ("let's take a break", "let's move on", "let's keep an eye on it").
+LETS_SETTLE = (
+    r"book|rent|hire|use|take(?!\s+(?:a|five|ten|two|it|that|this)\b)|keep(?!\s+(?:it|an?)\s)|stick\s+with|set|make\s+it|drop|add|cut|skip|"
+    r"cancel|launch|ship|price|cap|switch|stay|hold|run\s+(?:it|the|with)|target|lock\s+in|go\s+(?:with|for|ahead|digital)"
+)
+SETTLED_VERBS_ING = (
+    r"(?:launching|shipping|moving|keeping|staying|dropping|using|closing|switching|cutting\s+over|going\s+with|"
+    r"going\s+for|going\s+back\s+to|sticking\s+with|postponing|cancell?ing|skipping|adopting)"
+)
+DECISION = _any(
+    r"\bwe(?:'ve| have)?\s+(?:decided|agreed)\b",
+    r"\b(?:let's|let us|we'll|we will|we're going to|we are going to)\s+go\s+(?:with|for)\b",
+    r"\bwe(?:'re| are)\s+going\s+with\b",
+    r"\b(?:the\s+)?(?:final\s+)?decision\s+is\b",
+    r"\bsettled\s+on\b",
+    r"\blet's\s+decide\b",
+    rf"(?:^|[,;:]\s+|\bthen\s+)let's\s+(?:{LETS_SETTLE})\b",
+    rf"^(?:(?:then|so|and|but|yeah|ok(?:ay)?|right|fine),?\s+)*we(?:'ll|\s+will)\s+(?:(?:just|all|simply|now)\s+)?(?:{SETTLED_VERBS_FUTURE})\b",
+    r"^agreed\b",
+    # A plan stated as settled, in the present: "We move the launch to May 19", "we're launching on May 5",
+    # "we stay on the C3", "we go back to the old cap" (a verb of choosing or changing a plan, not "we go to lunch").
+    rf"^(?:(?:then|so|and|but|yeah|ok(?:ay)?|right|fine|with\s+[^,]{{1,60}}),?\s+)*we\s+(?:(?:now|just|all|simply)\s+)?(?:{SETTLED_VERBS})\b",
+    rf"^(?:(?:then|so|and|but|yeah|ok(?:ay)?|right|fine|with\s+[^,]{{1,60}}),?\s+)*we're\s+(?:{SETTLED_VERBS_ING})\b",
+    # ... and the same after a reason: "Retail wants it before May, so we're launching on May 5"
+    rf"[,;:]\s+(?:so|then)\s+we\s+(?:{SETTLED_VERBS})\b|[,;:]\s+(?:so|then)\s+we're\s+(?:{SETTLED_VERBS_ING})\b",
+    # A constraint or outcome stated as fixed: "overtime is capped at $1.2 million", "the budget is adopted",
+    # "the target warehouse is Snowflake, not BigQuery", "the pool stays open", "then it's a go".
+    r"\b(?:is|are)\s+(?:now\s+)?(?:capped|adopted|approved|frozen|locked\s+in|confirmed|final|postponed|cancell?ed|"
+    r"scrapped|switched\s+off|carried|ratified|signed\s+off)\b(?!\s+(?:by|if|when|whether|yet)\b)",
+    # (a diagnosis is not: "the problem is the cable, not the port")
+    r"^(?:(?:then|so|okay|ok),?\s+)*(?:the|our)\s+(?![\w -]{0,30}\b(?:problem|issue|question|point|reason|bug|cause|"
+    r"difference|trick|catch)\b)[\w -]{2,40}\s+is\s+[\w.-]+(?:\s+[\w.-]+)?,\s+not\s+[\w.-]+",
+    # (where a thing "goes to" is usually an address: "the email goes to everyone")
+    r"^(?:(?:then|so|okay|ok),?\s+)*(?:the|our|all)\s+[\w -]{2,40}\s+(?:stays?\s+(?:open|closed|nightly|weekly|hourly|"
+    r"at|with|on|as)|moves?\s+(?:to|into|back\s+to)|go(?:es)?\s+(?:into|back\s+to|ahead))\b",
+    r"^(?:(?:then|so|okay|ok),?\s+)*(?:it's|that's)\s+a\s+go\b",
+)
+# Plain statements of the plan, which meetings settle without saying "decide": a date something happens on
+# ("the pilot goes live on Monday the 2nd of March", "go-live moves to the 30th"), an amount something is set at
+# ("tickets are a hundred and fifty dollars this year", "the Switch price is 24.99"), and what the chair says after
+# closing a discussion ("Okay. Nights will join in phase two", "night staff are in the pilot from day one, then").
+# Each holds only said plainly: a hedge, a condition, the past or a question makes it talk about a plan, not one.
+_SUBJECT = r"^(?!(?:I|you|it|that|this|there|here|where|how|who|he|she|they|which|what|we|let's)\b)(?:the\s+|our\s+)?[\w'-]+(?:\s+[\w'-]+){0,4}?\s+"
+# A date something starts, moves or goes live: settled when said plainly.
+SCHEDULED = re.compile(
+    _SUBJECT + r"(?:goes\s+live|go\s+live|launch(?:es)?|moves?\s+(?:back\s+)?to|comes?\s+onto|joins?|"
+    r"will\s+(?:go\s+live|launch|move\s+to|join))\b",
+    re.I,
+)
+# A date something is on, starts or opens: settled only when it closes a discussion ("Good. The gala is on
+# Saturday, October 17th"); said in passing it is news ("homecoming is on the 24th").
+ON_A_DATE = re.compile(
+    _SUBJECT + r"(?:(?:is|are|will\s+be)\s+(?:now\s+)?(?:on|from)|opens?|starts?|begins?|happens?|"
+    r"will\s+(?:open|start|begin|happen|run))\b",
+    re.I,
+)
+AMOUNT = r"(?:[$€£]\s?\d|\d|(?:a|one|two|three|four|five|six|seven|eight|nine|ten|twelve|fifteen|twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety)\b)"
+SET_AMOUNT = re.compile(
+    r"\b(?:price|prices|tickets?|fee|fees|budget|cap|goal|target|rate|deposit|floor|ceiling|limit|minimum|maximum)\b"
+    rf"[^,.;?]{{0,30}}?\b(?:is|are|will\s+be|go(?:es)?\s+(?:up\s+|down\s+)?to|stays?\s+at|(?:is|are)\s+set\s+at)\s+(?:now\s+)?{AMOUNT}",
+    re.I,
+)
+# "Okay. ..." / "Right, ..." / "... , then.": a statement that closes a discussion.
+CLOSING_MARKER = re.compile(r"^(?:okay|ok|right|fine|fair|good|alright|all\s+right|then)\b[,.!]?\s", re.I)
+BARE_MARKER = re.compile(r"^(?:okay|ok|right|fine|fair|good|alright|all\s+right|agreed|done|decided)[.!]?$", re.I)
+CONCLUDES = re.compile(r",\s+then[.!]?$", re.I)
+PLAN_STATEMENT = re.compile(_SUBJECT + r"(?:will|'ll|(?:is|are)\s+(?:in|on)|goes|moves?|stays?|comes?|joins?)\b", re.I)
+HEDGED = re.compile(
+    r"\b(?:I\s+think|I\s+guess|I\s+suppose|I'd|maybe|perhaps|probably|possibly|might|could|would|should|not\s+sure|"
+    r"if|unless|whether|was|were|used\s+to|last\s+year|so\s+far|currently|at\s+the\s+moment|typically|usually|hopefully|"
+    r"ready|done|finished|available|late|expect\w*|predict\w*|can|says?|said|told|thinks?|reckons?|cannot|never)\b"
+    r"|n't\b|(?<!,\s)\bnot\b",
+    re.I,
+)
+NOT_DECISION = _any(
+    r"\b(?:haven't|have\s+not|not\s+yet|didn't|did\s+not)\s+(?:\w+\s+)?(?:decided|agreed)\b",
+    r"\blet's\s+not\b",
+    # watching is not deciding: "let's keep an eye on that one", "let's keep it in mind"
+    r"\bkeep(?:ing)?\s+(?:an\s+eye|track|(?:it|that|this)\s+in\s+mind|\w+ing\b)",
+    # running the meeting: "we move on", "we pick this up next week", "we stick to the agenda"
+    r"\bwe(?:'re|'ll|\s+will)?\s+(?:(?:now|just)\s+)?(?:mov(?:e|ing)\s+on|pick(?:ing)?\s+(?:this|that|it)\s+up|stick(?:ing)?\s+to\s+the\s+agenda|"
+    r"open(?:ing)?\s+(?:the|this)\s+(?:meeting|call|session)|clos(?:e|ing)\s+(?:the|this)\s+(?:meeting|call|session))\b",
+    # the chair giving the floor: "we go back to Mr. Ortiz", "we now move to questions", "the floor goes to"
+    r"\b(?:move|moves|go|goes)\s+(?:back\s+)?to\s+(?:Mr|Ms|Mrs|Dr|Senator|Minister|Madam|questions?|item|"
+    r"the\s+(?:next|floor|member|minister|chair|leader))\b",
+    r"\b(?:floor|question)\s+(?:now\s+)?goes\s+to\b",
+    # a habit is not a decision: "we close the office at six on Fridays", "we always use the same courier"
+    r"\b(?:usually|always|normally|typically|generally|currently|every\s+(?:day|week|month|quarter|year|sprint|release|"
+    r"time|morning|evening)|"
+    r"on\s+(?:mondays|tuesdays|wednesdays|thursdays|fridays|saturdays|sundays|weekends))\b",
+    # a condition is not a decision: "March 2 works as long as the numbers are final"
+    r"\b(?:as\s+long\s+as|provided|unless|once|if)\b.{0,80}\b(?:is|are)\s+(?:final|approved|confirmed|adopted|signed\s+off)\b",
+)
+RISK = _any(
+    r"\brisks?\b", r"\bconcern(?:ed|s)?\b", r"\bworr(?:ied|y)\b", r"\bdanger\b", r"\bbottleneck\b", r"\bblocker\b",
+    # "the vendor might not support it", "it may not be ready"; not a hedge ("that might not be right", "Jane may not be")
+    r"\b(?:might|may)\s+not\s+(?:be\s+(?:able|ready|enough|available|delivered|finished|done|in\s+time|on\s+time)|"
+    r"(?!be\b)\w+)",
+    r"\bcould\s+(?:delay|slip|fail|break|push)\b",
+    r"\b(?:problem|issue)\s+is\s+that\b", r"\bif\b.{0,80}\b(?:slips|fails|misses|breaks)\b",
+)  # fmt: skip
+# "If the strike goes ahead, the units are two weeks late": a condition, then a harm (generic "if you ..." is advice).
+# A short lead-in may come first: "At two hundred and eighty, if we sell out, we can't hit the goal".
+CONDITIONAL_RISK = re.compile(
+    r"^(?:(?:\w+,?\s+){0,2}?|[\w'$ -]{3,50},\s+)(?:if|unless)\s+(?!you\b)(?P<if>[^,]{3,160}),\s*(?P<then>.+)$", re.I
+)
+# A condition that something does not happen, then any consequence: "If Coastal Bank doesn't come back, we're
+# forty thousand short", "if it isn't fixed by the 17th, Saltgrass has to carry the food upstairs"; not a plan for
+# it ("if it doesn't arrive, we'll use the old one" is what to do) nor the chair's "if there are no objections".
+NEGATIVE_CONDITION = re.compile(r"n't\b|\b(?:not|no|never|nobody|nothing|fails?)\b", re.I)
+COUNTERFACTUAL = re.compile(r"\b(?:had|hadn't|was|wasn't|were|weren't)\b", re.I)
+PLANNED_RESPONSE = re.compile(
+    r"^(?:then\s+)?(?:we'll|we\s+will|let's|I'll|I\s+will|please|just|you|we\s+(?:can|could|should)|that's\s+fine)\b"
+    r"|\b(?:objections?|questions?|comments?)\b",
+    re.I,
+)
+# "The sandbox won't be ready until February", "the QA partner can't start until July 13th": a dependency late.
+LATE = re.compile(
+    r"\b(?:won't|will\s+not|isn't\s+going\s+to|can't|cannot|couldn't)\s+(?:be\s+(?:ready|done|finished|available|"
+    r"delivered|live|up|installed|signed)|start|begin|arrive|ship|deliver|open|finish|get\s+(?:it|them|there))\b"
+    r".{0,60}?\b(?:until|till|before|in\s+time)\b",
+    re.I,
+)
+HARM = re.compile(
+    r"\b(?:can't|cannot|can\s+not|won't|couldn't|wouldn't|not\s+be\s+able|unable|brick\w*|break\w*|broke|fail\w*|lose|"
+    r"loses|losing|lost|nobody|no\s+one|[\w-]+\s+short|miss\w*|late|delay\w*|(?:be|are|run|fall)\s+short|over\s+budget|go\s+over|overrun|hole|slip\w*|"
+    r"crash\w*|stuck|run\s+out|too\s+(?:late|expensive|much|slow)|paying\s+(?:list|more|extra|twice|full)|pay\s+more|"
+    r"penalt\w*|fined|fines|damage\w*|unmasked|exposed|leak\w*|risk\w*|problem\w*|trouble|behind|collapse|harm\w*|"
+    r"suffer\w*|danger\w*|worse|disaster|no\s+(?:way|longer|fallback))\b",
+    re.I,
+)
+# "That's a risk too", "Everything is a risk this year": an alarm that does not say what could go wrong.
+VAGUE_RISK = re.compile(r"^(?:that|this|it|everything|which|there)(?:'s|\s+is|\s+are|\s+was)\b", re.I)
+NOT_RISK = _any(
+    r"\bno\s+risk\b",
+    r"\blow\s+risk\b",
+    r"\bnot\s+sure\b",
+    r"\brisk\s+assessment\b",
+    r"\b(?:not|less|no\s+longer)\s+(?:as\s+|so\s+)?worried\b|\b(?:was|were)\s+worried\b",
+    r"\b(?:is|are)\s+concerned\b(?!\s+(?:about|that))",
+    r"\bconcerned\s+with\b",
+    # sympathy and reassurance, not a risk: "I share the concern of my colleague", "don't worry"
+    r"\bconcerns?\s+(?:of|for)\s+(?:the\s+)?(?:my|our|his|her|their|so|many|all|people|member|colleague)",
+    r"\b(?:share|shares|understand|appreciate|thank\w*)\b.{0,40}\bconcerns?\b|\bconcerned\s+for\b",
+    r"\b(?:don't|do\s+not|not\s+to|won't)\s+worry\b|\bworry\s+about\s+(?:that|it|this)\s+later\b",
+)
+OPPORTUNITY = _any(
+    r"\bopportunit(?:y|ies)\b", r"\bwe\s+could\s+also\b", r"\bpotential\s+to\b", r"\bthere(?:'s|\s+is)\s+potential\b",
+    r"\bcould\s+save\b", r"\bupsell\b", r"\bnew\s+market\b", r"\bcould\s+(?:expand|grow|win|sell)\b",
+    # a gain named further on: "we could replace the lights with LEDs and save $200k a year"
+    r"\bwe\s+could\s+(?:[\w'-]+\s+){1,10}?(?:and\s+)?(?:save|sell|charge\s+(?:more|extra|for)|earn|make\s+money)\b",
+)  # fmt: skip
+# Verbs of running the conversation itself ("I'll start", "I'll pick up on that"), never tasks; "I'll have a
+# prototype ready" and "I'll bring two samples" are ("I'll have to say", "I'll bring up" are not).
+MEETING_VERBS = (
+    r"be|say|admit|bet|guess|think|have\s+to|go\s+with|leave|see|tell\s+you\s+what|start|begin|pick|come|bring\s+(?:up|in)"
+    r"|ask\s+(?:you|everyone|all|a\s+question)|try\s+to\s+(?:answer|explain|be|keep|summari[sz]e|clarify|remember)"
+    r"|pursue|move|hand|turn|stop|explain|answer|repeat|continue|make\s+an\s+example|keep\s+it|go\s+(?:on|back|through)"
+    r"|remind|presume|assume|mention|note|summari[sz]e|introduce|wrap\s+up|show\s+(?:you|that|this)"
+    r"|read\s+(?:out|it|that|this)|try\s+and\s+(?:be|answer|explain|keep)|generally|just\s+(?:say|add|mention|note)"
+)
+SELF_COMMITMENT = re.compile(rf"\bI(?:'ll|\s+will|'m\s+going\s+to|\s+am\s+going\s+to)\s+(?!(?:{MEETING_VERBS})\b)\w+", re.I)
+# "Elena will hate me" says how someone will feel, not what they will do.
+NAMED_COMMITMENT = re.compile(
+    r"\b(?P<name>[A-Z][a-z]+)\s+(?:will|is\s+going\s+to|is\s+to)\s+(?!(?:be|hate|love|like|mind|know|understand|agree|want)\b)\w+"
+)
+ROLE_COMMITMENT = re.compile(
+    r"\bthe\s+(?P<role>(?:[a-z]+\s+)?(?:manager|lead|team|owner|engineer|designer|department))\s+will\s+(?!be\b)\w+",
+    re.I,
+)
+NOT_NAMES = {"It", "That", "This", "There", "We", "They", "He", "She", "You", "Which", "What", "Who", "Then", "So",
+             "Everyone", "Nobody", "Someone", "Everything", "Nothing", "Where", "When", "How", "If"}  # fmt: skip
+VOCATIVE_REQUEST = re.compile(r"^(?P<name>[A-Z][a-z]+(?:\s+[A-Z][a-z]+)?),\s+(?:please|can\s+you|could\s+you|would\s+you)\b")
+# A request opens the sentence or a clause ("Please send ...", "Could you check ...", "..., so please keep the 20th");
+# a "please" elsewhere is politeness or quoted, and "please note / wait / slow down" is the chair's procedure.
+REQUEST = re.compile(
+    r"(?:^(?:please|can\s+you|could\s+you|would\s+you)|[,;:]\s+(?:(?:so|and|but|then)\s+)?please)\s+"
+    r"(?!(?:like|mind|note|wait|direct|slow|make\s+sure|be\s+(?:brief|aware|seated)|feel\s+free|go\s+ahead|continue|"
+    r"proceed)\b)\w+",
+    re.I,
+)
+# "Can you explain ...?" asks for an answer now, not for work after the meeting.
+ASKS_TO_TALK = re.compile(
+    r"^(?:\w+(?:\s+\w+)?,\s+)?(?:can|could|would)\s+you\s+(?:all\s+|guys\s+|both\s+|just\s+|briefly\s+|perhaps\s+)?"
+    r"(?:explain|describe|tell|say|answer|set\s+out|clarify|outline|talk|expand|elaborate|comment|give\s+us|confirm|"
+    r"update\s+us|share\s+with\s+us|remind|hear\s+(?:me|us)|see\s+(?:me|us|my|our)\b)\b",
+    re.I,
+)
+ACTION_ITEM = re.compile(r"\baction\s+item(?:\s+for\s+(?P<name>[A-Z][a-z]+))?", re.I)
+WE_NEED_TO = re.compile(r"(?<!\bdo\s)\bwe\s+need\s+to\s+\w+", re.I)  # not "do we need to ...?"
+# "Elena, write me a one-pager by Friday": an order to someone named, with a deadline.
+VOCATIVE_ORDER = re.compile(
+    r"^(?P<name>[A-Z][a-z]+(?:\s+[A-Z][a-z]+)?),\s+(?!(?:what|how|why|when|where|who|which|do|does|did|is|are|was|were|you|"
+    r"your|I|we|it|that|this|the|a|an|thanks|thank|yes|no|sorry|right|okay|so|and|but|good|great|any|anything|have|has|"
+    r"would|could|can|will|just|over|welcome|go\s+ahead)\b)[a-z]+\b"
+)
+# A request addressed to someone in the room (not a commitment, not "we need to").
+REQUEST_OF_SOMEONE = re.compile(r"^(?:\w+(?:\s+\w+)?,\s+)?(?:please|can\s+you|could\s+you|would\s+you)\b|\bplease\s+\w+", re.I)
+ACCEPTS = re.compile(r"^(?:sure|will\s+do|okay|ok|yes|yep|I'll|I\s+will|on\s+it)\b", re.I)
+RATIONALE = re.compile(r"\b(?:because|since)\b\s+(?P<why>.+)$", re.I)
+DEADLINE_FIRST = re.compile(r"^(?:by|before|no\s+later\s+than|latest|due)\b", re.I)
+MITIGATION = re.compile(r"^(?:we\s+can|we\s+could|to\s+mitigate|as\s+a\s+mitigation)\b", re.I)
+
+RISK_CATEGORIES = {
+    "schedule": ("delay", "slip", "late", "deadline", "launch date", "timeline", "miss", "longer"),
+    "cost": ("budget", "cost", "price", "euro", "dollar", "expensive", "exchange rate", "overspend"),
+    "security": ("security", "rate limiting", "breach", "password", "vulnerab"),
+    "supplier": ("supplier", "vendor", "printer", "delivery"),
+    "people": ("candidate", "hire", "hiring", "staff", "leave"),
+    "technical": ("firmware", "bug", "battery", "overheat", "network", "wifi", "server", "database", "interrupt", "crash"),
+}
+OPPORTUNITY_TYPES = {
+    "cost_saving": ("save", "cut", "cheaper", "reduce"),
+    "hiring": ("hire", "candidate", "recruit"),
+    "partnership": ("partner", "partnership", "distributor", "retailer"),
+    "sales": ("sign", "customer", "upsell", "market", "sell", "buyer", "leads", "premium"),
+    "product": ("demo", "feature", "version", "offer", "design"),
+}
