@@ -1,4 +1,4 @@
-"""The offline extractor: transparent cue phrases and patterns, one sentence at a time.
+"""The offline extractor: transparent cue phrases and patterns (rag.backfill.cues), one sentence at a time.
 
 It favours precision over recall (it misses what is implied, it rarely invents) and
 its precision is measured on a hand-labelled sample (tests/fixtures/backfill/
@@ -36,7 +36,6 @@ Questions are never decisions, risks or opportunities.
 
 ``extract_by_rules`` adds to the patterns' kinds those the sentence classifier (rag.backfill.classifier, trained on
 labelled meetings) finds above its precision thresholds (``classify_with_model``); the fields come from the helpers below.
-The patterns themselves are in rag.backfill.cues.
 """
 
 from __future__ import annotations
