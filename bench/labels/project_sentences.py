@@ -24,7 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "layers"))
 
-from rag.backfill.sections import item_sections  # noqa: E402
+from rag.backfill.notes_layout import item_sections  # noqa: E402
 from rag.backfill.text import sentences  # noqa: E402
 from rag.backfill.units import HEADING_LINE  # noqa: E402
 from rag.parsing import parse_document  # noqa: E402

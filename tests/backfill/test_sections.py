@@ -6,7 +6,8 @@ from datetime import date
 
 import pytest
 
-from rag.backfill.sections import StatedItems, item_sections, section_items, task_owner, title_kinds
+from rag.backfill.notes_layout import item_sections, title_kinds
+from rag.backfill.sections import StatedItems, section_items, task_owner
 from rag.backfill.units import Unit
 from rag.parsing import parse_document
 
