@@ -26,12 +26,19 @@ task about the BOM however differently the two are worded around it.
 
 from __future__ import annotations
 
-import math
-from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import date
 from typing import Any
+
+from rag.subject_words import (
+    Weights,
+    is_number,
+    positions_by_word,
+    positions_sharing,
+    subject,
+    value_kinds,
+)
 
 # Decisions: the shared words' weight over both decisions' (a weighted Dice coefficient).
 DECISION_MIN_SIMILARITY = 0.25
@@ -49,21 +56,6 @@ CHANGE_CUES = frozenset(
 )  # fmt: skip
 # Words a restatement adds to what it restates ("we confirmed the May 19 date", "it stays at $89").
 CONFIRMING = frozenset({"confirm", "agre", "still", "stay", "reconfirm", "final", "decid", "decis", "date", "keep"})
-DATE_WORDS = frozenset(
-    {"monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday", "januari", "februari", "march",
-     "april", "may", "june", "juli", "august", "septemb", "octob", "novemb", "decemb", "quarter", "q1", "q2", "q3", "q4"}
-)  # fmt: skip
-# Words that say nothing about a subject: how items are phrased, when things are due, what kind they are.
-NOISE = frozenset(
-    {"decid", "decis", "agre", "go", "let", "will", "need", "think", "can", "could", "would", "like", "get", "make",
-     "do", "take", "send", "sent", "check", "look", "write", "ask", "tell", "put", "give", "have", "want", "know",
-     "come", "came", "went", "tri", "start", "finish", "done", "one", "two", "thing", "okay", "yeah", "right",
-     "pleas", "sure", "us", "risk", "concern", "worri", "issu", "problem", "close", "task", "action", "item",
-     "due", "today", "tomorrow", "tonight", "week", "weekend", "month", "day", "eod", "end", "next", "last",
-     "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday", "januari", "februari", "march",
-     "april", "may", "june", "juli", "august", "septemb", "octob", "novemb", "decemb", "also", "well", "back",
-     "first", "new", "now", "way", "bit", "lot", "anyway", "guess", "mayb", "probabl", "realli", "just"}
-)  # fmt: skip
 
 
 @dataclass(frozen=True, order=True)
@@ -122,32 +114,6 @@ class Timeline:
     change_targets: dict[int, tuple[str, int] | None] = field(default_factory=dict)
 
 
-class Weights:
-    """Each subject word's weight: rarer in the project, heavier (smoothed inverse document frequency, at least 1)."""
-
-    def __init__(self, texts: Iterable[frozenset[str]]) -> None:
-        counts: Counter[str] = Counter()
-        total = 0
-        for words in texts:
-            counts.update(words)
-            total += 1
-        self.counts, self.total = counts, total
-
-    def of(self, words: Iterable[str]) -> float:
-        return sum(math.log((self.total + 1) / (self.counts.get(word, 0) + 1)) + 1 for word in words)
-
-
-def subject(words: Iterable[str], names: frozenset[str] = frozenset()) -> frozenset[str]:
-    """The words that say what an item is about: no noise, no names, no days ("13th"), no "ll" of "I'll"."""
-    return frozenset(
-        w for w in words if w not in NOISE and w not in names and not _ordinal(w) and not (len(w) <= 2 and w.isalpha())
-    )
-
-
-def _ordinal(word: str) -> bool:
-    return word[:-2].isdigit() and word[-2:] in ("st", "nd", "rd", "th")
-
-
 def link(items: Sequence[TimedItem], changes: Sequence[TimedChange], names: Iterable[str] = ()) -> Timeline:
     """Every item's effective state after all meetings (the rules are in the module docstring).
 
@@ -169,14 +135,14 @@ def link(items: Sequence[TimedItem], changes: Sequence[TimedChange], names: Iter
                 due_date=_as_date(item.stated.get("due_date")),
             )
     candidates = sorted((i for i in items if i.kind in ("risk", "task")), key=lambda i: i.at)
-    by_word = _positions_by_word(item.words for item in candidates)
+    by_word = positions_by_word(item.words for item in candidates)
     follow_ups: dict[int, int] = {}  # a task made of a handover's or a new date's words -> the task it changes
     for change in sorted(changes, key=lambda c: c.at):
         # Only items sharing a word can be linked by words; a model's named item may share none.
         sharing = (
             candidates
             if change.proposed_target
-            else [candidates[p] for p in _sharing(by_word, change.words | change.context_words)]
+            else [candidates[p] for p in positions_sharing(by_word, change.words | change.context_words)]
         )
         target = _target(change, [c for c in sharing if c.id not in follow_ups or c.kind != "task"], timeline, weights)
         timeline.change_targets[change.id] = (target.kind, target.id) if target else None
@@ -197,45 +163,17 @@ def _with_subject(thing: Any, names: frozenset[str]) -> Any:
     if isinstance(thing, TimedItem) and thing.kind == "decision":  # "launch May 5", "launch May 19": a date
         return replace(thing, words=subject(thing.words, names) | value_kinds(thing.words))
     # A task's numbers are mostly its due date's ("by February 13"): not what it is about.
-    words = frozenset(w for w in subject(thing.words, names) if not _number(w))
+    words = frozenset(w for w in subject(thing.words, names) if not is_number(w))
     if isinstance(thing, TimedChange):
-        context = frozenset(w for w in subject(thing.context_words, names) if not _number(w))
+        context = frozenset(w for w in subject(thing.context_words, names) if not is_number(w))
         return replace(thing, words=words, context_words=context)
     return replace(thing, words=words)
-
-
-def value_kinds(words: Iterable[str]) -> frozenset[str]:
-    """A pseudo-word for the kind of value a decision sets: ``#date`` (a day or a month)."""
-    kinds = set()
-    for word in words:
-        if word in DATE_WORDS or _ordinal(word):
-            kinds.add("#date")
-    return frozenset(kinds)
-
-
-def _number(word: str) -> bool:
-    return word.replace(".", "").replace(",", "").isdigit()
-
-
-def _positions_by_word(word_sets: Iterable[frozenset[str]]) -> dict[str, list[int]]:
-    """Each word and the positions of the sets holding it, in order: who can share a word with whom."""
-    positions: dict[str, list[int]] = {}
-    for position, words in enumerate(word_sets):
-        for word in words:
-            positions.setdefault(word, []).append(position)
-    return positions
-
-
-def _sharing(by_word: dict[str, list[int]], words: Iterable[str]) -> list[int]:
-    """The positions (in order) of the sets holding at least one of ``words``: a project's size does not make each
-    link compare with every item, only with those on the same subject."""
-    return sorted({p for word in words for p in by_word.get(word, ())})
 
 
 def _link_decisions(decisions: Sequence[TimedItem], timeline: Timeline, weights: Weights) -> None:
     restates: dict[int, int] = {}  # a restatement -> the decision it restates (the first statement)
     # A decision is linked by a shared subject word (not a #date alone): only those are compared.
-    by_word = _positions_by_word(frozenset(w for w in _topic(d.words) if not w.startswith("#")) for d in decisions)
+    by_word = positions_by_word(frozenset(w for w in _topic(d.words) if not w.startswith("#")) for d in decisions)
 
     def current_before(later: TimedItem, earlier: Sequence[TimedItem]) -> list[TimedItem]:
         return [d for d in earlier if timeline.superseded_by[d.id] is None and d.at < later.at]
@@ -245,7 +183,7 @@ def _link_decisions(decisions: Sequence[TimedItem], timeline: Timeline, weights:
         before = decisions[:position]
         proposal = later.stated.get("supersedes")
         named = _proposed(proposal, current_before(later, before)) if proposal else None
-        sharing = [decisions[p] for p in _sharing(by_word, _topic(later.words)) if p < position]
+        sharing = [decisions[p] for p in positions_sharing(by_word, _topic(later.words)) if p < position]
         earlier = named or _closest_decision(later, current_before(later, sharing), weights)
         if earlier is None:
             continue
@@ -292,7 +230,7 @@ def _closest_decision(later: TimedItem, candidates: Sequence[TimedItem], weights
 
 def _topic(words: frozenset[str]) -> frozenset[str]:
     """A decision's subject: without the values a change replaces ("May 19" -> "May 26") or the change's own words."""
-    return frozenset(w for w in words if w not in CHANGE_CUES and w not in CONFIRMING and not _number(w))
+    return frozenset(w for w in words if w not in CHANGE_CUES and w not in CONFIRMING and not is_number(w))
 
 
 def _target(change: TimedChange, candidates: Sequence[TimedItem], timeline: Timeline, weights: Weights) -> TimedItem | None:

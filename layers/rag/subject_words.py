@@ -1,0 +1,79 @@
+"""What an item is about, in words: its subject words (PostgreSQL English stems without noise, names or days), how
+much each weighs in a project, and an index of which items share a word (rag.timeline links by these).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable
+
+DATE_WORDS = frozenset(
+    {"monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday", "januari", "februari", "march",
+     "april", "may", "june", "juli", "august", "septemb", "octob", "novemb", "decemb", "quarter", "q1", "q2", "q3", "q4"}
+)  # fmt: skip
+# Words that say nothing about a subject: how items are phrased, when things are due, what kind they are.
+NOISE = frozenset(
+    {"decid", "decis", "agre", "go", "let", "will", "need", "think", "can", "could", "would", "like", "get", "make",
+     "do", "take", "send", "sent", "check", "look", "write", "ask", "tell", "put", "give", "have", "want", "know",
+     "come", "came", "went", "tri", "start", "finish", "done", "one", "two", "thing", "okay", "yeah", "right",
+     "pleas", "sure", "us", "risk", "concern", "worri", "issu", "problem", "close", "task", "action", "item",
+     "due", "today", "tomorrow", "tonight", "week", "weekend", "month", "day", "eod", "end", "next", "last",
+     "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday", "januari", "februari", "march",
+     "april", "may", "june", "juli", "august", "septemb", "octob", "novemb", "decemb", "also", "well", "back",
+     "first", "new", "now", "way", "bit", "lot", "anyway", "guess", "mayb", "probabl", "realli", "just"}
+)  # fmt: skip
+
+
+class Weights:
+    """Each subject word's weight: rarer in the project, heavier (smoothed inverse document frequency, at least 1)."""
+
+    def __init__(self, texts: Iterable[frozenset[str]]) -> None:
+        counts: Counter[str] = Counter()
+        total = 0
+        for words in texts:
+            counts.update(words)
+            total += 1
+        self.counts, self.total = counts, total
+
+    def of(self, words: Iterable[str]) -> float:
+        return sum(math.log((self.total + 1) / (self.counts.get(word, 0) + 1)) + 1 for word in words)
+
+
+def subject(words: Iterable[str], names: frozenset[str] = frozenset()) -> frozenset[str]:
+    """The words that say what an item is about: no noise, no names, no days ("13th"), no "ll" of "I'll"."""
+    return frozenset(
+        w for w in words if w not in NOISE and w not in names and not ordinal(w) and not (len(w) <= 2 and w.isalpha())
+    )
+
+
+def ordinal(word: str) -> bool:
+    return word[:-2].isdigit() and word[-2:] in ("st", "nd", "rd", "th")
+
+
+def value_kinds(words: Iterable[str]) -> frozenset[str]:
+    """A pseudo-word for the kind of value a decision sets: ``#date`` (a day or a month)."""
+    kinds = set()
+    for word in words:
+        if word in DATE_WORDS or ordinal(word):
+            kinds.add("#date")
+    return frozenset(kinds)
+
+
+def is_number(word: str) -> bool:
+    return word.replace(".", "").replace(",", "").isdigit()
+
+
+def positions_by_word(word_sets: Iterable[frozenset[str]]) -> dict[str, list[int]]:
+    """Each word and the positions of the sets holding it, in order: who can share a word with whom."""
+    positions: dict[str, list[int]] = {}
+    for position, words in enumerate(word_sets):
+        for word in words:
+            positions.setdefault(word, []).append(position)
+    return positions
+
+
+def positions_sharing(by_word: dict[str, list[int]], words: Iterable[str]) -> list[int]:
+    """The positions (in order) of the sets holding at least one of ``words``: a project's size does not make each
+    link compare with every item, only with those on the same subject."""
+    return sorted({p for word in words for p in by_word.get(word, ())})
