@@ -331,3 +331,19 @@ def test_run_search_widens_ef_search_with_the_size_of_the_vector_index(corpus, m
 
     assert used == [ef_search]  # 10,000 rows in the index: 40 x sqrt(10,000 / base_rows), within 40..1000
     assert len(ranked) == 10
+
+
+def test_a_speaker_filter_is_folded_before_planning_and_served_by_its_index(corpus):
+    """The filter's names are folded once, at planning (an immutable function of a parameter, sql/0011), so the
+    speakers' GIN index finds their chunks: the plan compares the folded constant, and no chunks are scanned whole."""
+    conn, _ = corpus
+    query = unit_rows(1, seed=11)[0]
+    sofia = ("SOFIA RUIZ (PM)",)
+    for scope, mode in [
+        (SearchScope("t1", ("big",), speakers=sofia), "semantic"),
+        (SearchScope("t1", speakers=sofia), "keyword"),
+    ]:
+        explained = plan(conn, scope, query, mode=mode)
+        assert "Bitmap Index Scan on chunks_speaker_keys_idx" in explained, mode
+        assert """Index Cond: (speaker_keys && '{"sofia ruiz"}'::text[])""" in explained, mode
+        assert "Seq Scan on chunks" not in explained, mode

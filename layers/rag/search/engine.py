@@ -122,7 +122,8 @@ def _scope_filter(scope: SearchScope, alias: str = "c") -> tuple[str, dict[str, 
         conditions.append(f"{alias}.document_id = ANY(%(documents)s::uuid[])")
         params["documents"] = list(scope.document_ids)
     if scope.speakers:
-        conditions.append(f"{alias}.speakers && %(speakers)s::text[]")
+        # Labels compare by their folded keys (sql/0011): "sofia ruiz" finds "Sofia Ruiz (PM)".
+        conditions.append(f"{alias}.speaker_keys && speaker_keys(%(speakers)s::text[])")
         params["speakers"] = list(scope.speakers)
     if scope.date_from:
         conditions.append("d.meeting_date >= %(date_from)s")
