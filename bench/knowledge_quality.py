@@ -331,7 +331,7 @@ def meeting_files(folder: Path) -> list[Path]:
 def ingest(conn: Any, settings: Any, embedder: Any, folder: Path, tenant: str) -> dict[str, list[str]]:
     """Each meeting as the ingest Lambda writes it; returns meeting -> text of each turn (or line, for notes)."""
     from rag.chunking import chunk_document
-    from rag.ingest import document_fields
+    from rag.meeting_fields import document_fields
     from rag.parsing import parse_document
     from rag.store import documents as repo
 

@@ -18,7 +18,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("base", ("rag", "rag.config", "rag.errors", "rag.aws", "rag.index_text", "rag.parsing", "rag.chunking",
               "rag.embedding", "rag.events", "rag.queue_retry", "rag.llm", "rag.knowledge", "rag.timeline")),
     ("store", ("rag.store",)),
-    ("services", ("rag.search", "rag.ingest", "rag.backfill")),
+    ("services", ("rag.search", "rag.ingest", "rag.meeting_fields", "rag.backfill")),
     ("contract", ("rag.api.models", "rag.api.identity", "rag.api.errors")),
     ("answers", ("rag.ask",)),
     ("interface", ("rag.api", "rag.api.routes")),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from rag.storable_text import describe_unstorable, first_unstorable
+
 
 class RagError(Exception):
     """Base class of this library's errors."""
@@ -77,3 +79,17 @@ def is_transient(exc: BaseException) -> bool:
     # An S3 or AWS error is about the environment (throttling, an outage, a missing permission), not
     # the file: retried, and parked in the DLQ if it persists, to be redriven once fixed.
     return isinstance(exc, (ClientError, BotoCoreError, ConnectionError, TimeoutError))
+
+
+def describe_failure(exc: BaseException) -> str:
+    """A readable one-line error for ``documents.error``: what failed, not a traceback."""
+    if isinstance(exc, ParseError):
+        return str(exc)
+    import psycopg
+
+    if isinstance(exc, psycopg.Error):
+        detail = exc.diag.message_primary or str(exc)
+        return f"the database refused a value of this file ({exc.sqlstate or type(exc).__name__}): {detail}"
+    if isinstance(exc, UnicodeEncodeError) and (found := first_unstorable(exc.object[exc.start : exc.end])):
+        return f"the database refused a value of this file: it holds {describe_unstorable(found[0])}"
+    return f"unexpected {type(exc).__name__} while processing this file: {exc}"

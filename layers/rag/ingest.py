@@ -35,27 +35,24 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import re
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from datetime import date
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any, Literal
 
-from rag.errors import ContinueLater, InvalidObjectKey, ParseError, TransientError, is_transient
+from rag.errors import ContinueLater, InvalidObjectKey, ParseError, TransientError, describe_failure, is_transient
 from rag.events import ObjectChange, ObjectLocation, location_from_key
+from rag.meeting_fields import Sidecar, meeting_fields, stated_metadata
 from rag.meeting_metadata import (
     MAX_SIDECAR_BYTES,
     MeetingMetadata,
     described_key,
-    from_object_metadata,
-    from_sidecar,
     is_sidecar,
     sidecar_key,
 )
-from rag.storable_text import describe_unstorable, first_unstorable
+from rag.object_versions import etag_of, is_version
 from rag.store import checkpoints
 from rag.store import documents as repo
 
@@ -69,7 +66,6 @@ logger = logging.getLogger(__name__)
 
 Outcome = Literal["ingested", "unchanged", "failed", "deleted", "rejected", "skipped", "superseded"]
 Connections = Callable[[], AbstractContextManager["psycopg.Connection"]]
-DATE_IN_KEY = re.compile(r"(?<!\d)(\d{4}-\d{2}-\d{2})(?!\d)")
 
 
 @dataclass(frozen=True)
@@ -86,21 +82,6 @@ class IngestResult:
 class FetchedObject:
     data: bytes | None  # None: over the size limit (Settings.max_object_bytes), left unread
     head: dict[str, Any]  # the GetObject response without its body: VersionId, ETag, Metadata
-
-
-@dataclass(frozen=True)
-class Sidecar:
-    """The ``<file>.meta.json`` beside a file as it was read (None fields: there is none)."""
-
-    key: str
-    data: bytes | None = None  # None: absent, or over MAX_SIDECAR_BYTES (then ``size`` says so)
-    version_id: str | None = None
-    etag: str | None = None
-    size: int = 0
-
-    @property
-    def exists(self) -> bool:
-        return self.etag is not None or self.version_id is not None
 
 
 class Ingestor:
@@ -145,7 +126,7 @@ class Ingestor:
                 checkpoints.clear(conn, change.bucket, change.key)
                 return IngestResult("deleted", change.key, document_id=str(document_id) if document_id else None)
             existing = repo.find_by_key(conn, change.bucket, change.key)
-        if existing is not None and _same_version(current, existing.version_id, existing.etag):
+        if existing is not None and is_version(current, existing.version_id, existing.etag):
             return IngestResult("skipped", change.key, error="the object exists and its document is its current version")
         # S3 serves another version than the stored one: the newest version (or a delete marker) was
         # deleted, and the previous one is current again. Ingested as a creation would be, with the
@@ -163,7 +144,7 @@ class Ingestor:
             bucket=change.bucket,
             key=change.key,
             version_id=fetched.head.get("VersionId"),
-            etag=_etag(fetched.head),
+            etag=etag_of(fetched.head),
             content_sha256=hashlib.sha256(fetched.data).hexdigest() if fetched.data is not None else None,
         )
         with self.connections() as conn:
@@ -278,7 +259,7 @@ class Ingestor:
             current = self._current_version(ObjectChange("created", source.bucket, source.key))
             if (
                 current is None
-                or not _same_version(current, source.version_id, source.etag)
+                or not is_version(current, source.version_id, source.etag)
                 or self._sidecar_changed(sidecar, source.bucket)
             ):
                 return IngestResult(
@@ -318,14 +299,14 @@ class Ingestor:
             data = None
         else:
             data = body.read()
-        return Sidecar(key, data, response.get("VersionId"), _etag(response), size)
+        return Sidecar(key, data, response.get("VersionId"), etag_of(response), size)
 
     def _sidecar_changed(self, sidecar: Sidecar, bucket: str) -> bool:
         """Whether the sidecar came, went or changed since it was read (its own event then writes the file)."""
         current = self._current_version(ObjectChange("created", bucket, sidecar.key))
         if current is None or not sidecar.exists:
             return (current is None) != (not sidecar.exists)
-        return not _same_version(current, sidecar.version_id, sidecar.etag)
+        return not is_version(current, sidecar.version_id, sidecar.etag)
 
     def _current_version(self, change: ObjectChange) -> dict[str, Any] | None:
         """The object's current HEAD (version id, ETag), or None when it is gone (deleted, or a delete marker)."""
@@ -339,19 +320,6 @@ class Ingestor:
             raise
 
 
-def _etag(head: dict[str, Any]) -> str | None:
-    return (head.get("ETag") or "").strip('"') or None
-
-
-def _same_version(current: dict[str, Any], version_id: str | None, etag: str | None) -> bool:
-    """Whether HEAD's ``current`` is that version: versioned buckets compare version ids; unversioned
-    ones the ETag (same bytes, same ETag)."""
-    version = current.get("VersionId")
-    if version and version != "null" and version_id:
-        return bool(version == version_id)
-    return _etag(current) == etag
-
-
 def _is_unique_violation(exc: BaseException) -> bool:
     import psycopg
 
@@ -361,62 +329,6 @@ def _is_unique_violation(exc: BaseException) -> bool:
 def _touch(conn: psycopg.Connection, existing: repo.StoredDocument, source: repo.SourceObject) -> Any:
     repo.touch_version(conn, existing.id, source)
     return existing.id
-
-
-def describe_failure(exc: BaseException) -> str:
-    """A readable one-line error for ``documents.error``: what failed, not a traceback."""
-    if isinstance(exc, ParseError):
-        return str(exc)
-    import psycopg
-
-    if isinstance(exc, psycopg.Error):
-        detail = exc.diag.message_primary or str(exc)
-        return f"the database refused a value of this file ({exc.sqlstate or type(exc).__name__}): {detail}"
-    if isinstance(exc, UnicodeEncodeError) and (found := first_unstorable(exc.object[exc.start : exc.end])):
-        return f"the database refused a value of this file: it holds {describe_unstorable(found[0])}"
-    return f"unexpected {type(exc).__name__} while processing this file: {exc}"
-
-
-def stated_metadata(head: dict[str, Any], sidecar: Sidecar) -> MeetingMetadata:
-    """The meeting fields its uploader stated: the sidecar's over the object's S3 metadata; ParseError if either is bad."""
-    metadata = {k.lower(): v for k, v in head.get("Metadata", {}).items()}
-    stated = from_object_metadata(metadata)
-    if not sidecar.exists:
-        return stated
-    if sidecar.data is None:
-        name = PurePosixPath(sidecar.key).name
-        raise ParseError(f"sidecar {name} is {sidecar.size} bytes; a sidecar holds at most {MAX_SIDECAR_BYTES} bytes")
-    return from_sidecar(sidecar.data, sidecar.key).over(stated)
-
-
-def meeting_fields(key: str, stated: MeetingMetadata, parsed: Any) -> repo.DocumentFields:
-    """Each field from what was stated, else the file: a date in its key, then its content; title and participants
-    from its content, else its name and its named speakers ("Unknown" is nobody)."""
-    from rag.parsing.turns import speakers_of  # loaded already: the file was just parsed
-
-    return repo.DocumentFields(
-        title=stated.title or parsed.title or PurePosixPath(key).stem,
-        meeting_date=stated.meeting_date or date_in_key(key) or parsed.meeting_date,
-        participants=stated.participants or parsed.participants or speakers_of(parsed.turns),
-    )
-
-
-def date_in_key(key: str) -> date | None:
-    """A YYYY-MM-DD date in the object's key (``meetings/2026-03-04-standup.txt``), if it is a real date."""
-    if match := DATE_IN_KEY.search(key):
-        try:
-            return date.fromisoformat(match[1])
-        except ValueError:
-            return None
-    return None
-
-
-def document_fields(key: str, metadata: dict[str, str]) -> repo.DocumentFields:
-    """Title, meeting date and participants from S3 user metadata (or a date in the key)."""
-    stated = from_object_metadata(metadata)
-    return repo.DocumentFields(
-        title=stated.title, meeting_date=stated.meeting_date or date_in_key(key), participants=stated.participants or []
-    )
 
 
 def build_ingestor(settings: Settings) -> Ingestor:
