@@ -71,7 +71,11 @@ class Strict(BaseModel):
 class SearchFilters(Strict):
     date_from: date | None = Field(default=None, description="earliest meeting date (inclusive)")
     date_to: date | None = Field(default=None, description="latest meeting date (inclusive)")
-    speakers: list[PlainText] = Field(default_factory=list, max_length=50, description="any of these speakers")
+    speakers: list[PlainText] = Field(
+        default_factory=list,
+        max_length=50,
+        description='any of these people: names match any case, a trailing qualifier such as "(PM)" ignored',
+    )
     source_prefix: PlainText | None = Field(
         default=None, max_length=1024, description="S3 key prefix, e.g. projects/acme/meetings/2026-"
     )
