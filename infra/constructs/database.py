@@ -25,7 +25,13 @@ CFN_LINT_MAJOR_VERSION_CHECK = "W3691"  # "engine version deprecated": a false p
 class Database(Construct):
     def __init__(self, scope: Construct, id: str, *, config: StageConfig, network: Network) -> None:
         super().__init__(scope, id)
-        engine = rds.DatabaseInstanceEngine.postgres(version=POSTGRES_VERSION)
+        self._security_groups(network)
+        self._instance(config, network)
+        self._acknowledge(config)
+        self._secrets(config, network)
+        self._proxy(config, network)
+
+    def _security_groups(self, network: Network) -> None:
         self.instance_sg = ec2.SecurityGroup(
             self, "InstanceSg", vpc=network.vpc, description="PostgreSQL instance", allow_all_outbound=False
         )
@@ -37,6 +43,8 @@ class Database(Construct):
         # The proxy reads its credentials from Secrets Manager: allow HTTPS to the VPC's interface endpoints.
         self.proxy_sg.add_egress_rule(ec2.Peer.ipv4(VPC_CIDR), ec2.Port.tcp(443), "HTTPS to the VPC endpoints")
 
+    def _instance(self, config: StageConfig, network: Network) -> None:
+        engine = rds.DatabaseInstanceEngine.postgres(version=POSTGRES_VERSION)
         # meeting-rag-<stage>-<8 hex of this stack's id>: stable for the stack's life, new for a new stack. An instance
         # a failed create left behind (or the log groups RDS recreates for it) cannot collide with the next create.
         stack_uuid = cdk.Fn.select(2, cdk.Fn.split("/", cdk.Aws.STACK_ID))
@@ -100,6 +108,9 @@ class Database(Construct):
         )
         for group in exported_logs:
             self.instance.node.add_dependency(group)
+
+    def _acknowledge(self, config: StageConfig) -> None:
+        """cfn-lint's and cdk-nag's findings on the instance that are by design, each with its reason."""
         # cfn-lint's W3691 data lists every bare major version ("17") as deprecated, although RDS takes a major
         # version alone and creates the instance on a recent minor of it (RDS User Guide, "Supported PostgreSQL
         # versions"; the same false positive was fixed once for E3691, cfn-lint issue 3849). This resource only;
@@ -126,6 +137,8 @@ class Database(Construct):
             "deletion protection is set by the DeletionProtection custom resource once every other resource exists "
             f"(db_deletion_protection: {config.db_deletion_protection} here, on in prod), so a failed first create can roll back",
         )
+
+    def _secrets(self, config: StageConfig, network: Network) -> None:
         assert self.instance.secret is not None
         self.secret = self.instance.secret
         self.rotation = self.instance.add_rotation_single_user(
@@ -147,6 +160,7 @@ class Database(Construct):
             rotate_immediately_on_update=False,  # the role exists only once the migrator has run
         )
 
+    def _proxy(self, config: StageConfig, network: Network) -> None:
         self.proxy = rds.DatabaseProxy(
             self,
             "Proxy",
