@@ -101,8 +101,29 @@ class BackfillStateMachine(Construct):
         self.idle_wait = idle_wait
         self.max_idle_batches = max_idle_batches
 
+        finish = self._finish()
+        defaults, plan = self._input(max_iterations)
+
+        # Built from the last stage backwards: each stage's gate continues to the next gate.
+        next_state: sfn.IChainable = finish
+        for stage in reversed(STAGES):
+            next_state = self._stage(stage, functions[stage], next_state, retry_interval)
+        plan.next(next_state)
+
+        self.log_group = logs.LogGroup(self, "Logs", retention=logs.RetentionDays.ONE_MONTH, removal_policy=RemovalPolicy.DESTROY)
+        self.state_machine = sfn.StateMachine(
+            self,
+            "StateMachine",
+            definition_body=sfn.DefinitionBody.from_chainable(defaults),
+            timeout=timeout,
+            tracing_enabled=True,
+            logs=sfn.LogOptions(destination=self.log_group, level=sfn.LogLevel.ALL, include_execution_data=True),
+        )
+        self._acknowledge_role_wildcards(functions.values())
+
+    def _finish(self) -> sfn.IChainable:
+        """The end: success, or (a stage's error caught into $.errors.<stage>) a failed execution, errors in the cause."""
         done = sfn.Succeed(self, "Done")
-        # A stage that failed (its error caught into $.errors.<stage>) fails the execution, errors in the cause.
         report = sfn.Pass(self, "Report", parameters={"errors.$": "$.errors", "results.$": "$.results"})
         report.next(
             sfn.Fail(
@@ -112,11 +133,14 @@ class BackfillStateMachine(Construct):
                 cause_path=sfn.JsonPath.json_to_string(sfn.JsonPath.object_at("$")),
             )
         )
-        finish = (
+        return (
             sfn.Choice(self, "Any stage failed?")
             .when(sfn.Condition.or_(*(sfn.Condition.is_present(f"$.errors.{stage}") for stage in STAGES)), report)
             .otherwise(done)
         )
+
+    def _input(self, max_iterations: int) -> tuple[sfn.Pass, sfn.Pass]:
+        """The first state (execution input over the defaults, validated) and the plan the stages read."""
         invalid = sfn.Fail(
             self,
             "Invalid input",
@@ -166,23 +190,7 @@ class BackfillStateMachine(Construct):
             )
             .otherwise(plan)
         )
-
-        # Built from the last stage backwards: each stage's gate continues to the next gate.
-        next_state: sfn.IChainable = finish
-        for stage in reversed(STAGES):
-            next_state = self._stage(stage, functions[stage], next_state, retry_interval)
-        plan.next(next_state)
-
-        self.log_group = logs.LogGroup(self, "Logs", retention=logs.RetentionDays.ONE_MONTH, removal_policy=RemovalPolicy.DESTROY)
-        self.state_machine = sfn.StateMachine(
-            self,
-            "StateMachine",
-            definition_body=sfn.DefinitionBody.from_chainable(defaults),
-            timeout=timeout,
-            tracing_enabled=True,
-            logs=sfn.LogOptions(destination=self.log_group, level=sfn.LogLevel.ALL, include_execution_data=True),
-        )
-        self._acknowledge_role_wildcards(functions.values())
+        return defaults, plan
 
     def _acknowledge_role_wildcards(self, functions: Iterable[lambda_.IFunction]) -> None:
         """cdk-nag IAM5 findings of the machine's role that this construct cannot narrow, with the reason."""
