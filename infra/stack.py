@@ -69,9 +69,20 @@ class MeetingRagStack(cdk.Stack):
             backfill_schedule=self.backfill.schedule,
         )
 
-        # One uploader role per configured tenant (-c tenant_uploaders='{"<tenant>": "<principal ARN>"}').
+        self.uploaders = self._tenant_uploaders(config)
+
+        # The database's deletion protection comes last: a create that fails before it can still delete the instance.
+        others = list(self.node.children)
+        self.deletion_protection = DeletionProtection(
+            self, "DatabaseDeletionProtection", config=config, instance=self.database.instance, after=others
+        )
+
+        self._outputs(config)
+
+    def _tenant_uploaders(self, config: StageConfig) -> dict[str, TenantUploader]:
+        """One uploader role per configured tenant (-c tenant_uploaders='{"<tenant>": "<principal ARN>"}')."""
         uploaders = Construct(self, "TenantUploaders")
-        self.uploaders: dict[str, TenantUploader] = {}
+        found: dict[str, TenantUploader] = {}
         for tenant_id, principal_arn in sorted(config.tenant_uploaders.items()):
             uploader = TenantUploader(
                 uploaders,
@@ -87,14 +98,11 @@ class MeetingRagStack(cdk.Stack):
                 value=uploader.role_arn,
                 description=f"Uploader role of tenant {tenant_id}: writes {', '.join(uploader.prefixes)}",
             )
-            self.uploaders[tenant_id] = uploader
+            found[tenant_id] = uploader
+        return found
 
-        # The database's deletion protection comes last: a create that fails before it can still delete the instance.
-        others = list(self.node.children)
-        self.deletion_protection = DeletionProtection(
-            self, "DatabaseDeletionProtection", config=config, instance=self.database.instance, after=others
-        )
-
+    def _outputs(self, config: StageConfig) -> None:
+        """What an operator needs after a deploy: names and ARNs, and a warning while the JWT issuer is a placeholder."""
         if config.jwt_issuer == PLACEHOLDER_ISSUER:
             cdk.Annotations.of(self).add_warning_v2(
                 "meeting-rag:placeholder-issuer",
