@@ -58,6 +58,8 @@ def test_ingest_stores_the_labels_as_written_and_one_key_per_person(ingested):
          ["dana kim", "sofia ruiz"]),
         ("projects/acme/meetings/2026-11-09-battery.txt", ["Priya", "Ravi"], ["priya", "ravi"]),
     ]  # fmt: skip
+    people = ingested.execute("SELECT speaker_keys FROM documents ORDER BY object_key").fetchall()
+    assert people == [(["dana kim", "sofia ruiz"],), (["priya", "ravi"],)]
 
 
 @pytest.mark.parametrize("name", ["sofia ruiz", "SOFIA RUIZ", "Sofia Ruiz (PM)"])

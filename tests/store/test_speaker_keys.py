@@ -57,16 +57,22 @@ def database_before_0011(database_url: str, tmp_path: Path):
         admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
-def test_0011_gives_the_rows_already_there_their_keys(database_before_0011):
+def test_0011_and_0012_give_the_rows_already_there_their_keys(database_before_0011):
     from rag.store.connection import connect
 
     url, before = database_before_0011
     with connect(url, register=False) as conn:
         migrate(conn, before, {})
+        turns = '[["Dana", 0, 5, null, null], ["Sofia Ruiz (PM)", 6, 16, 1.5, 2.0]]'
         document = conn.execute(
-            "INSERT INTO documents (tenant_id, project_id, bucket, object_key, status)"
-            " VALUES ('t', 'p', 'b', 'a.txt', 'raw_ingested') RETURNING id"
+            "INSERT INTO documents (tenant_id, project_id, bucket, object_key, status, participants, turns)"
+            " VALUES ('t', 'p', 'b', 'a.txt', 'raw_ingested', %s, %s) RETURNING id",
+            (["Dana Kim"], turns),
         ).fetchone()[0]
+        conn.execute(
+            "INSERT INTO documents (tenant_id, project_id, bucket, object_key, status, body)"
+            " VALUES ('t', 'p', 'b', 'notes.md', 'raw_ingested', '# Notes')"
+        )
         conn.execute(
             "INSERT INTO chunks (document_id, tenant_id, project_id, chunk_index, content, token_count, start_char,"
             " end_char, speakers) VALUES (%s, 't', 'p', 0, 'we ship in March', 4, 0, 16, %s)",
@@ -78,7 +84,7 @@ def test_0011_gives_the_rows_already_there_their_keys(database_before_0011):
             (document, ["DANA KIM (Firmware)"]),
         )
 
-        assert "0011" in migrate(conn, REPO_ROOT / "sql", {})
+        assert {"0011", "0012"} <= set(migrate(conn, REPO_ROOT / "sql", {}))
 
         assert conn.execute("SELECT speakers, speaker_keys FROM chunks").fetchall() == [
             (["Sofia Ruiz (PM)", "Dana Kim"], ["dana kim", "sofia ruiz"])
@@ -90,5 +96,10 @@ def test_0011_gives_the_rows_already_there_their_keys(database_before_0011):
                 (table,),
             ).fetchone()
             assert column == ("ALWAYS",), table
+        # sql/0012: a document's people, from its participants and its turns' speakers.
+        assert conn.execute("SELECT object_key, speaker_keys FROM documents ORDER BY object_key").fetchall() == [
+            ("a.txt", ["dana", "dana kim", "sofia ruiz"]),
+            ("notes.md", []),
+        ]
         index = conn.execute("SELECT indexdef FROM pg_indexes WHERE indexname = 'chunks_speaker_keys_idx'").fetchone()
         assert index is not None and "USING gin (speaker_keys)" in index[0]

@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import TYPE_CHECKING, Any, Literal
 
+from rag.search.speakers import with_people_joined
 from rag.search.types import SEARCHABLE_TYPES, SearchableType
 from rag.store.connection import pipelined_transaction
 
@@ -262,9 +263,11 @@ def search_types(
     """The top rows of each type for a query under ``scope`` (options: see ``search_statement``).
 
     One statement per type, all sent in one pipeline inside one transaction: a search of
-    all six types costs one network round trip, not six. ``before`` may add statements of
-    its own to that transaction (the pending query-log rows).
+    all six types costs one network round trip, not six (a speaker filter adds one before them: the
+    people of the scope, ``rag.search.speakers``). ``before`` may add statements of its own to that
+    transaction (the pending query-log rows).
     """
+    scope = with_people_joined(conn, scope)  # a speaker filter's "Dana" is the project's Dana Kim too
     statements = [(spec.name, *search_statement(spec, scope, **options)) for spec in specs]
     with pipelined_transaction(conn):
         if before is not None:
