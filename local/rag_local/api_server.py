@@ -24,6 +24,7 @@ import socket
 import threading
 import time
 import uuid
+from collections.abc import Callable, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
@@ -134,6 +135,128 @@ class DeadlineReader(io.RawIOBase):
         return count
 
 
+class QueryRequestHandler(BaseHTTPRequestHandler):
+    """One connection to the local API: HTTP in, the query function's event out, its response back.
+    ``make_server`` subclasses it with the settings' keys, the timeout and the handler."""
+
+    # Every socket read and write times out; reads within a head or a body also by a deadline.
+    timeout: float = CLIENT_TIMEOUT_SECONDS
+    client_timeout: float = CLIENT_TIMEOUT_SECONDS
+    keys: Mapping[str, str] = {}
+    query: Callable[[dict[str, Any], Any], dict[str, Any]]
+    reader: DeadlineReader
+
+    def setup(self) -> None:
+        super().setup()
+        buffered = self.rfile
+        self.reader = DeadlineReader(self.connection, self.client_timeout)
+        self.rfile = io.BufferedReader(self.reader)
+        buffered.close()  # (it holds a reference that would keep the socket open after close)
+
+    def handle_one_request(self) -> None:
+        self.reader.start(self.client_timeout)  # the head: from now (idle keep-alive time included)
+        super().handle_one_request()  # a timeout in the head ends it quietly, the connection to be closed
+        if self.reader.deadline is not None and self.reader.expired:
+            self.close_connection = True
+            if self.reader.received:  # a request was begun: say why it ends (an idle connection just closes)
+                self.requestline, self.request_version, self.command = "", "HTTP/1.1", ""
+                message = f"expected the request line and headers within {self.client_timeout:g} s"
+                self._refuse(408, "request_timeout", message)
+        self.reader.stop()
+
+    def parse_request(self) -> bool:
+        parsed = super().parse_request()
+        self.reader.stop()  # the head is in
+        return parsed
+
+    def log_message(self, fmt: str, *args: Any) -> None:
+        logger.info("%s %s", self.address_string(), fmt % args)
+
+    def _serve(self) -> None:
+        values = self.headers.get_all("Content-Length") or []
+        length = content_length(values)
+        if length is None:
+            got = ", ".join(values)
+            self._refuse(400, "invalid_content_length", f"expected Content-Length to be a non-negative integer, got {got!r}")
+            return
+        if length > MAX_BODY_BYTES:
+            self._refuse(413, "too_large", f"expected a request body of at most {MAX_BODY_BYTES} bytes, got {length}")
+            return
+        body = self._read_body(length)
+        if body is None:
+            return
+        auth = self.headers.get("Authorization", "")
+        key = auth[7:].strip() if auth.lower().startswith("bearer ") else None
+        tenant = self.keys.get(key) if key else None
+        event = http_api_event(self.command, self.path, dict(self.headers), body, tenant, key)
+        try:
+            result = self.query(event, LocalContext(function_name="query"))
+        except Exception:
+            # What API Gateway answers when the integration fails.
+            logger.exception("query handler failed on %s %s", self.command, self.path)
+            result = {
+                "statusCode": 500,
+                "headers": {"Content-Type": "application/json"},
+                "body": '{"message":"Internal Server Error"}',
+            }
+        payload = result.get("body") or ""
+        raw = base64.b64decode(payload) if result.get("isBase64Encoded") else payload.encode()
+        self._reply(result.get("statusCode", 200), result.get("headers") or {}, raw)
+
+    def _read_body(self, length: int) -> bytes | None:
+        """The body, or None when it did not all arrive within ``timeout`` s (the connection is then dropped)."""
+        chunks: list[bytes] = []
+        received, timed_out = 0, False
+        self.reader.start(self.client_timeout)  # the whole body: a byte now and then would pass a per-read timeout
+        try:
+            while received < length:
+                try:
+                    chunk = self.rfile.read1(min(length - received, 1 << 16))
+                except TimeoutError:
+                    timed_out = True
+                    break
+                if not chunk:
+                    break  # the client closed its side before the end of the body
+                chunks.append(chunk)
+                received += len(chunk)
+        finally:
+            self.reader.stop()
+        if timed_out:
+            message = f"expected the {length}-byte body within {self.client_timeout:g} s, got {received} bytes"
+            self._refuse(408, "request_timeout", message)
+            return None
+        if received < length:
+            message = f"expected a {length}-byte body, got {received} bytes before the end of the stream"
+            self._refuse(400, "incomplete_body", message)
+            return None
+        return b"".join(chunks)
+
+    def _refuse(self, status: int, code: str, message: str) -> None:
+        """An answer before the body was read: the connection closes, as the bytes that follow frame nothing."""
+        self.close_connection = True
+        try:
+            self._reply(status, {"Content-Type": "application/json", "Connection": "close"}, error_body(code, message))
+        except OSError:
+            pass  # the client is gone or reads nothing: there is nobody to tell
+
+    def _reply(self, status: int, headers: dict[str, str], body: bytes | str) -> None:
+        raw = body.encode() if isinstance(body, str) else body
+        self.send_response(status)
+        for name, value in headers.items():
+            if name.lower() != "content-length":
+                self.send_header(name, value)
+        self.send_header("Content-Length", str(len(raw)))
+        self.end_headers()
+        self.wfile.write(raw)
+
+    def __getattr__(self, name: str) -> Any:
+        # Every method (QUERY, PROPFIND, ...) goes to the handler, which answers 404 for
+        # routes it does not have, as API Gateway would; http.server would say 501.
+        if name.startswith("do_"):
+            return self._serve
+        raise AttributeError(name)
+
+
 def make_server(
     settings: Settings,
     port: int | None = None,
@@ -145,126 +268,14 @@ def make_server(
     ``max_connections`` the connections served at once (see the module's docstring)."""
     from rag_local.lambdas import load_handler_module
 
-    handler = load_handler_module("query").lambda_handler
-    keys = settings.api_key_tenants
-    client_timeout = timeout
-
-    class Handler(BaseHTTPRequestHandler):
-        # Every socket read and write times out; reads within a head or a body also by a deadline.
-        timeout = client_timeout
-        reader: DeadlineReader
-
-        def setup(self) -> None:
-            super().setup()
-            buffered = self.rfile
-            self.reader = DeadlineReader(self.connection, client_timeout)
-            self.rfile = io.BufferedReader(self.reader)
-            buffered.close()  # (it holds a reference that would keep the socket open after close)
-
-        def handle_one_request(self) -> None:
-            self.reader.start(client_timeout)  # the head: from now (idle keep-alive time included)
-            super().handle_one_request()  # a timeout in the head ends it quietly, the connection to be closed
-            if self.reader.deadline is not None and self.reader.expired:
-                self.close_connection = True
-                if self.reader.received:  # a request was begun: say why it ends (an idle connection just closes)
-                    self.requestline, self.request_version, self.command = "", "HTTP/1.1", ""
-                    message = f"expected the request line and headers within {client_timeout:g} s"
-                    self._refuse(408, "request_timeout", message)
-            self.reader.stop()
-
-        def parse_request(self) -> bool:
-            parsed = super().parse_request()
-            self.reader.stop()  # the head is in
-            return parsed
-
-        def log_message(self, fmt: str, *args: Any) -> None:
-            logger.info("%s %s", self.address_string(), fmt % args)
-
-        def _serve(self) -> None:
-            values = self.headers.get_all("Content-Length") or []
-            length = content_length(values)
-            if length is None:
-                got = ", ".join(values)
-                self._refuse(400, "invalid_content_length", f"expected Content-Length to be a non-negative integer, got {got!r}")
-                return
-            if length > MAX_BODY_BYTES:
-                self._refuse(413, "too_large", f"expected a request body of at most {MAX_BODY_BYTES} bytes, got {length}")
-                return
-            body = self._read_body(length)
-            if body is None:
-                return
-            auth = self.headers.get("Authorization", "")
-            key = auth[7:].strip() if auth.lower().startswith("bearer ") else None
-            tenant = keys.get(key) if key else None
-            event = http_api_event(self.command, self.path, dict(self.headers), body, tenant, key)
-            try:
-                result = handler(event, LocalContext(function_name="query"))
-            except Exception:
-                # What API Gateway answers when the integration fails.
-                logger.exception("query handler failed on %s %s", self.command, self.path)
-                result = {
-                    "statusCode": 500,
-                    "headers": {"Content-Type": "application/json"},
-                    "body": '{"message":"Internal Server Error"}',
-                }
-            payload = result.get("body") or ""
-            raw = base64.b64decode(payload) if result.get("isBase64Encoded") else payload.encode()
-            self._reply(result.get("statusCode", 200), result.get("headers") or {}, raw)
-
-        def _read_body(self, length: int) -> bytes | None:
-            """The body, or None when it did not all arrive within ``timeout`` s (the connection is then dropped)."""
-            chunks: list[bytes] = []
-            received, timed_out = 0, False
-            self.reader.start(client_timeout)  # the whole body: a byte now and then would pass a per-read timeout
-            try:
-                while received < length:
-                    try:
-                        chunk = self.rfile.read1(min(length - received, 1 << 16))
-                    except TimeoutError:
-                        timed_out = True
-                        break
-                    if not chunk:
-                        break  # the client closed its side before the end of the body
-                    chunks.append(chunk)
-                    received += len(chunk)
-            finally:
-                self.reader.stop()
-            if timed_out:
-                message = f"expected the {length}-byte body within {client_timeout:g} s, got {received} bytes"
-                self._refuse(408, "request_timeout", message)
-                return None
-            if received < length:
-                message = f"expected a {length}-byte body, got {received} bytes before the end of the stream"
-                self._refuse(400, "incomplete_body", message)
-                return None
-            return b"".join(chunks)
-
-        def _refuse(self, status: int, code: str, message: str) -> None:
-            """An answer before the body was read: the connection closes, as the bytes that follow frame nothing."""
-            self.close_connection = True
-            try:
-                self._reply(status, {"Content-Type": "application/json", "Connection": "close"}, error_body(code, message))
-            except OSError:
-                pass  # the client is gone or reads nothing: there is nobody to tell
-
-        def _reply(self, status: int, headers: dict[str, str], body: bytes | str) -> None:
-            raw = body.encode() if isinstance(body, str) else body
-            self.send_response(status)
-            for name, value in headers.items():
-                if name.lower() != "content-length":
-                    self.send_header(name, value)
-            self.send_header("Content-Length", str(len(raw)))
-            self.end_headers()
-            self.wfile.write(raw)
-
-        def __getattr__(self, name: str) -> Any:
-            # Every method (QUERY, PROPFIND, ...) goes to the handler, which answers 404 for
-            # routes it does not have, as API Gateway would; http.server would say 501.
-            if name.startswith("do_"):
-                return self._serve
-            raise AttributeError(name)
-
-    return LocalApiServer(("127.0.0.1", settings.local_api_port if port is None else port), Handler, max_connections)
+    attributes = {
+        "timeout": timeout,
+        "client_timeout": timeout,
+        "keys": settings.api_key_tenants,
+        "query": staticmethod(load_handler_module("query").lambda_handler),
+    }
+    handler = type("LocalQueryRequestHandler", (QueryRequestHandler,), attributes)
+    return LocalApiServer(("127.0.0.1", settings.local_api_port if port is None else port), handler, max_connections)
 
 
 BUSY_BODY = error_body("too_many_connections", "the server has as many connections as it serves at once; retry shortly").encode()
