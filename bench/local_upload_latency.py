@@ -30,7 +30,8 @@ def serve(port: int, mirror_dir: str | None) -> None:
 
     import boto3
 
-    from rag_local.durable import Mirror, write_through
+    from rag_local.durable import write_through
+    from rag_local.mirror import Mirror
     from rag_local.moto_server import MotoServer
 
     logging.getLogger("werkzeug").setLevel(logging.WARNING)  # (an access log line per request, as in `rag up`)

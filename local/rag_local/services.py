@@ -119,13 +119,14 @@ def main() -> None:
     from rag.store.connection import resolve_database_url
     from rag_local import durable, worker
     from rag_local.lambdas import load_handler_module
+    from rag_local.mirror import Mirror, mirror_created
     from rag_local.moto_server import MotoServer
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     logging.getLogger("werkzeug").setLevel(logging.WARNING)  # moto's access log: lines per second, in a log that is kept
     settings = get_settings()
     s3, sqs = s3_client(settings), sqs_client(settings)
-    mirror = durable.Mirror.for_settings(settings)
+    mirror = Mirror.for_settings(settings)
     # Every S3 write to the bucket is on disk before moto acknowledges it (the restore's puts included).
     server = MotoServer(settings.local_moto_port, on_s3_write=durable.write_through(s3, mirror))
     server.start()
@@ -163,7 +164,7 @@ def main() -> None:
         # Returns once SIGTERM set `stop` and the batch in hand is done (`rag down` kills it if that takes too long).
         worker.run(
             sqs, queue.url, queue.arn, handler, stop,
-            before_batch=lambda batch: durable.mirror_created(s3, mirror, batch),
+            before_batch=lambda batch: mirror_created(s3, mirror, batch),
             after_batch=lambda _: backfill_wanted.set(),
         )  # fmt: skip
     finally:

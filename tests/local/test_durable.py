@@ -24,7 +24,8 @@ from moto import mock_aws
 from moto.server import ThreadedMotoServer
 
 from rag.events import ObjectChange, changes_from_sqs_body
-from rag_local.durable import Mirror, MirrorEntry, Reconciler
+from rag_local.durable import Reconciler
+from rag_local.mirror import Mirror, MirrorEntry
 from rag_local.services import LocalQueue, create_ingest_resources
 from rag_local.worker import poll_once
 
@@ -110,7 +111,7 @@ def test_a_restart_restores_every_object_and_its_notification(start_aws, tmp_pat
 
 
 def test_the_worker_mirrors_a_created_object_before_the_handler_runs(start_aws, tmp_path):
-    from rag_local.durable import mirror_created
+    from rag_local.mirror import mirror_created
 
     aws = start_aws()
     mirror = Mirror(tmp_path, BUCKET)
@@ -219,7 +220,7 @@ def test_a_delete_survives_a_restart_as_a_tombstone(start_aws, tmp_path, db):
 
 
 def test_a_key_uploaded_again_as_its_tombstone_goes_keeps_its_new_object_on_disk(start_aws, tmp_path, db):
-    from rag_local.durable import sync_key
+    from rag_local.mirror import sync_key
 
     # GIVEN a deleted key whose rows are gone: the reconcile drops its tombstone
     aws = start_aws()
@@ -260,6 +261,7 @@ def test_rows_are_never_removed_without_evidence_of_a_delete(start_aws, tmp_path
 
 def test_a_mirror_entry_newer_than_the_listing_is_not_tombstoned(start_aws, tmp_path, monkeypatch):
     from rag_local import durable
+    from rag_local.mirror import sync_key
 
     aws = start_aws()
     mirror = Mirror(tmp_path, BUCKET)
@@ -268,7 +270,7 @@ def test_a_mirror_entry_newer_than_the_listing_is_not_tombstoned(start_aws, tmp_
     def listing_then_upload(s3, bucket):
         state = list_bucket(s3, bucket)  # knows nothing of KEY yet
         aws.s3.put_object(Bucket=BUCKET, Key=KEY, Body=BODY)  # an upload, written through to the mirror, meanwhile
-        durable.sync_key(aws.s3, mirror, KEY)
+        sync_key(aws.s3, mirror, KEY)
         return state
 
     monkeypatch.setattr(durable, "list_bucket", listing_then_upload)

@@ -18,7 +18,8 @@ import requests
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from rag_local.durable import Mirror, MirrorEntry, write_through
+from rag_local.durable import write_through
+from rag_local.mirror import Mirror, MirrorEntry
 from rag_local.moto_server import REFUSED_BODY, MotoServer, S3WriteGate, is_s3_write, signed_service
 
 BUCKET = "gate-bucket"
