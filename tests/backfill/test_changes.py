@@ -7,8 +7,8 @@ from datetime import date
 import pytest
 
 from rag.backfill.changes import detect_changes
-from rag.backfill.owners import People
 from rag.backfill.units import Unit
+from rag.people import People
 
 MONDAY = date(2026, 3, 2)
 PEOPLE = People.of(["Priya Nair (PM)", "Omar Haddad", "Lena Vogel"])

@@ -6,9 +6,9 @@ from datetime import date
 
 import pytest
 
-from rag.backfill.owners import People, clean_label
 from rag.backfill.rules import extract_by_rules
 from rag.backfill.units import Unit
+from rag.people import People, clean_label
 
 MONDAY = date(2026, 11, 9)
 TEAMS = People.of(["Dana Kim (Firmware)", "Marcus Lee (Product)", "Priya Raman", "Dana Kim (Firmware)"])

@@ -6,9 +6,9 @@ from datetime import date
 
 import pytest
 
-from rag.backfill.owners import People
 from rag.backfill.rules import classify, due_date, extract_by_rules
 from rag.backfill.units import Unit
+from rag.people import People
 
 from .measure_rules_precision import HELD_OUT, SAMPLE, measure, report
 

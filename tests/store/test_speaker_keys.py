@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from rag.backfill.owners import clean_label
 from rag.config import REPO_ROOT
+from rag.people import clean_label
 from rag.store.migrations import discover, migrate
 
 LABELS = [

@@ -25,10 +25,10 @@ from datetime import date
 
 from rag.backfill.due_dates import due_date
 from rag.backfill.models import KnowledgeChange
-from rag.backfill.owners import People
 from rag.backfill.rules import clean
 from rag.backfill.text import clip
 from rag.backfill.units import Unit
+from rag.people import People
 
 CONTEXT_UNITS = 2  # sentences before a statement that say what it is about
 CONTEXT_CHARS = 400

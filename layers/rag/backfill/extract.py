@@ -23,13 +23,13 @@ from rag.backfill.changes import detect_changes
 from rag.backfill.documents import ClaimedDocument
 from rag.backfill.errors import LLMOutputError
 from rag.backfill.models import KnowledgeChange, KnowledgeItem, StoredSegment
-from rag.backfill.owners import People
 from rag.backfill.rules import extract_by_rules
 from rag.backfill.runner import ModelStage
 from rag.backfill.sections import stated_items
 from rag.backfill.text import clip
 from rag.backfill.units import Unit, segment_units
 from rag.knowledge import EXTRACTED
+from rag.people import People
 
 if TYPE_CHECKING:
     import psycopg

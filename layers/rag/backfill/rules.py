@@ -31,7 +31,7 @@ A sentence, after leading fillers ("okay, so, right, ...") are dropped, is a
   speaker when they answer "sure / will do / I'll"; not "please note / wait"), or "we need to" with a
   deadline; a question is no one's commitment. Due date: the
   deadline the sentence names, resolved against the meeting date (rag.backfill.due_dates).
-  Assignee: the person's one form among the meeting's speakers (rag.backfill.owners).
+  Assignee: the person's one form among the meeting's speakers (rag.people).
 Questions are never decisions, risks or opportunities.
 
 ``extract_by_rules`` adds to the patterns' kinds those the sentence classifier (rag.backfill.classifier, trained on
@@ -88,9 +88,9 @@ from rag.backfill.cues import (
 )
 from rag.backfill.due_dates import due_date, names_a_date
 from rag.backfill.models import ItemKind, KnowledgeItem
-from rag.backfill.owners import People
 from rag.backfill.text import clip
 from rag.backfill.units import Unit
+from rag.people import People
 
 __all__ = ["Match", "classify", "clean", "due_date", "extract_by_rules"]
 

@@ -4,7 +4,7 @@ Rows are filtered on folded keys (sql/0011: no case, no trailing "(PM)"). A part
 project's one person of that name: in a project whose meetings have "Dana" and "Dana Kim" speak,
 a filter "Dana" or "Dana Kim" finds both; with a "Dana Lee" as well, "Dana" stays "Dana". The
 people are the documents' folded speakers and participants (``documents.speaker_keys``, sql/0012),
-one row per document, and the names resolve as task owners do (``rag.backfill.owners.People``).
+one row per document, and the names resolve as task owners do (``rag.people.People``).
 Without projects in the scope, the tenant's people are the ones a partial name must single out.
 """
 
@@ -25,7 +25,7 @@ MAX_PEOPLE = 5_000
 
 def joined_names(names: Sequence[str], people: Iterable[str]) -> tuple[str, ...]:
     """``names`` and every name of ``people`` that is the same person as one of them (folded keys)."""
-    from rag.backfill.owners import People
+    from rag.people import People
 
     known = tuple(people)
     resolver = People.of((), known)
