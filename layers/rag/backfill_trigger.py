@@ -1,14 +1,14 @@
-"""The backfill follows ingest: once documents are stored, the backfill state machine is started if none runs.
+"""The backfill follows ingest: once documents are stored, the backfill state machine is started.
 
-The schedule stays the safety net; this start only makes new documents segmented and extracted
-within minutes. The no-overlap rule is the schedule's: nothing is started while an execution
-runs (it claims the new documents in its next batches, stage by stage). Ingest functions finishing
-batches at once start at most one execution per ``NAME_WINDOW_SECONDS``: they give it the same
-name, and Step Functions answers a start of a running execution of that name and input with that
-execution. A start that loses a race is no error, and a start that fails is logged, never the
+The schedule stays the safety net; this start makes new documents segmented and extracted within
+minutes. At most ``MAX_RUNNING`` executions run: a running execution may be past its segment stage
+and would leave a new document to the schedule, so a second one is started beside it; overlapping
+executions share the work batch by batch (each claims with ``FOR UPDATE SKIP LOCKED``), and the
+stage functions reserve concurrency for two (``backfill_reserved_concurrency``). Ingest functions
+finishing batches at once start at most one execution per ``NAME_WINDOW_SECONDS``: they give it the
+same name, and Step Functions answers a start of a running execution of that name and input with
+that execution. A start that loses a race is no error, and a start that fails is logged, never the
 ingest's failure: the documents are stored, and the next start (or the schedule) backfills them.
-A document stored while a running execution is past its segment stage is left to the next start
-too (the next ingest that finds none running, or the schedule).
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ logger = logging.getLogger(__name__)
 
 Started = Literal["started", "running", "failed", "off"]
 NAME_WINDOW_SECONDS = 10
+MAX_RUNNING = 2  # one that may be past its segment stage, one that segments what arrived since
 
 
 def execution_name(now: datetime) -> str:
@@ -35,11 +36,11 @@ def execution_name(now: datetime) -> str:
 
 
 def start_backfill(client: Any, state_machine_arn: str, execution_input: dict[str, Any], now: datetime | None = None) -> Started:
-    """Start the backfill unless an execution runs: ``started``, ``running`` or ``failed`` (logged, never raised)."""
+    """Start the backfill unless MAX_RUNNING executions run: ``started``, ``running`` or ``failed`` (logged, never raised)."""
     payload = json.dumps(execution_input, sort_keys=True)
     try:
-        running = client.list_executions(stateMachineArn=state_machine_arn, statusFilter="RUNNING", maxResults=1)
-        if running.get("executions"):
+        running = client.list_executions(stateMachineArn=state_machine_arn, statusFilter="RUNNING", maxResults=MAX_RUNNING)
+        if len(running.get("executions", [])) >= MAX_RUNNING:
             return "running"
         name = execution_name(now or datetime.now(UTC))
         try:

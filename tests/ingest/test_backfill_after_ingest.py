@@ -71,18 +71,23 @@ def test_stored_documents_start_the_backfill_with_the_schedules_input(s3, handle
     assert db.execute("SELECT status FROM documents").fetchall() == [("raw_ingested",)]
 
 
-def test_no_second_execution_while_one_runs_and_none_when_nothing_was_stored(s3, handler, machine, db):
+def test_nothing_stored_starts_nothing(s3, handler, machine, db):
     s3.put_object(Bucket=BUCKET, Key=KEY, Body=TRANSCRIPT)
     deliver(handler, KEY)
-    other = "projects/apollo/2026-03-11-sync.txt"
-    s3.put_object(Bucket=BUCKET, Key=other, Body=TRANSCRIPT + b"\nLee: And the demo.")
-
-    deliver(handler, other)  # stored while the first execution runs: it claims the document in a later batch
-    assert len(executions(machine)) == 1
-
     boto3.client("stepfunctions", region_name="us-east-1").stop_execution(executionArn=executions(machine)[0]["executionArn"])
-    deliver(handler, KEY, other)  # redelivered: nothing stored, nothing to backfill
+
+    deliver(handler, KEY)  # redelivered: nothing stored, nothing to backfill
     assert [e["status"] for e in executions(machine)] == ["ABORTED"]
+
+
+def test_beside_a_running_execution_a_second_starts_never_a_third(s3, machine):
+    sfn = boto3.client("stepfunctions", region_name="us-east-1")
+    first = datetime(2026, 3, 4, 15, 30, 0, tzinfo=UTC)
+    assert start_backfill(sfn, machine, EXECUTION_INPUT, first) == "started"
+    # Minutes later the first may be past its segment stage: a document stored now gets a second execution.
+    assert start_backfill(sfn, machine, EXECUTION_INPUT, first.replace(minute=35)) == "started"
+    assert start_backfill(sfn, machine, EXECUTION_INPUT, first.replace(minute=40)) == "running"
+    assert [e["status"] for e in executions(machine)] == ["RUNNING", "RUNNING"]
 
 
 def test_a_document_stored_after_an_execution_ended_starts_another_even_in_the_same_window(s3, handler, machine, db):
