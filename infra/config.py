@@ -143,7 +143,7 @@ class StageConfig:
     db_max_connections: int = 80  # set in the parameter group; db.t4g.micro's own default is about 80 (1 GiB)
     db_proxy_max_connections_percent: int = 80  # the rest of max_connections is admin headroom (DB_ADMIN_HEADROOM)
     query_reserved_concurrency: int = 40
-    backfill_reserved_concurrency: int = 2  # each stage function: a scheduled and a manual execution may overlap
+    backfill_reserved_concurrency: int = 3  # each stage function: the schedule's execution and two started after ingest
     # (ingest's reserved concurrency is ingest_max_concurrency: the SQS event source never runs more)
     nat_gateway_per_az: bool = False  # with OpenAI: one NAT per AZ (no single point of failure) instead of one
 

@@ -67,10 +67,10 @@ def test_the_numbers_of_the_capacity_section(dev: Synthesized, prod: Synthesized
     # db.t4g.micro: 1 GiB / 9531392 = 112 nominal, about 80 after RDS's own reservation; 80 x 80% = 64 for the proxy.
     assert rds_default_max_connections("t4g.micro") == 112
     assert proxy_budget(dev) == (80, 64)
-    assert sum(reserved(dev).values()) == 40 + 5 + 3 * 2 == 51
+    assert sum(reserved(dev).values()) == 40 + 5 + 3 * 3 == 54
     assert rds_default_max_connections("m7g.large") == 901
     assert proxy_budget(prod) == (800, 640)
-    assert sum(reserved(prod).values()) == 100 + 10 + 3 * 2 == 116
+    assert sum(reserved(prod).values()) == 100 + 10 + 3 * 3 == 119
 
 
 def test_ingest_reserves_exactly_what_its_event_source_may_run(stage: Synthesized) -> None:
@@ -89,7 +89,7 @@ def test_both_stages_in_one_account_leave_lambdas_unreserved_minimum(dev: Synthe
 @pytest.mark.parametrize(
     ("stage_name", "overrides", "message"),
     [
-        ("dev", {"query_reserved_concurrency": "60"}, r"reserved concurrency 71 .* exceeds the proxy's 64 connections"),
+        ("dev", {"query_reserved_concurrency": "60"}, r"reserved concurrency 74 .* exceeds the proxy's 64 connections"),
         ("dev", {"ingest_max_concurrency": "30"}, "exceeds the proxy's 64"),
         ("dev", {"db_max_connections": "200"}, r"db_max_connections must be within 1..112 for db.t4g.micro"),
         ("dev", {"db_proxy_max_connections_percent": "95"}, "leave fewer than 10 connections"),
