@@ -88,6 +88,12 @@ def database_alarms(
         ),
         periods=2,
     )
+    proxy_latency, borrow_latency = proxy_borrow_latency_alarm(alarms, db_proxy)
+    return DatabaseAlarms(cpu, storage, connections, proxy_latency, (db_cpu, db_connections, db_storage, borrow_latency))
+
+
+def proxy_borrow_latency_alarm(alarms: AlarmSet, db_proxy: rds.IDatabaseProxy) -> tuple[cw.Alarm, cw.IMetric]:
+    """The RDS Proxy's borrow latency: its pool full or pinned."""
     proxy = db_proxy.db_proxy_name
     borrow_latency = cw.Metric(
         namespace="AWS/RDS",
@@ -96,7 +102,7 @@ def database_alarms(
         period=PERIOD,
         statistic="Average",
     )
-    proxy_latency = alarms.add(
+    created = alarms.add(
         "ProxyBorrowLatency",
         borrow_latency,
         PROXY_BORROW_LATENCY_US,
@@ -111,4 +117,4 @@ def database_alarms(
         ),
         periods=3,
     )
-    return DatabaseAlarms(cpu, storage, connections, proxy_latency, (db_cpu, db_connections, db_storage, borrow_latency))
+    return created, borrow_latency
