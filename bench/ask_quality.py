@@ -109,7 +109,7 @@ def grade(question: Question, reply: dict[str, Any], meeting_of: dict[str, str])
 def ask_all(folders: Sequence[Path], questions: Sequence[Question], batch_size: int) -> list[Graded]:
     """The projects into a new database, the offline backfill, then every question through ``ask``."""
     from common import bench_database
-    from rag.api.models import AskRequest
+    from rag.api.models.ask import AskRequest
     from rag.ask.answer import ask
     from rag.config import Settings
     from rag.embedding import get_embedder

@@ -49,7 +49,9 @@ def test_search_lists_exactly_the_registrys_kinds():
 
 
 def test_the_api_lists_exactly_the_registrys_kinds():
-    from rag.api.models import ALL_TYPES, Citation, SearchRequest, SearchResult, SearchType
+    from rag.api.models.ask import Citation
+    from rag.api.models.fields import ALL_TYPES, SearchType
+    from rag.api.models.search import SearchRequest, SearchResult
 
     assert get_args(SearchType) == ALL_TYPES == NAMES
     assert tuple(SearchRequest(query="q", types=["all"]).types) == NAMES
@@ -62,7 +64,7 @@ def test_the_api_lists_exactly_the_registrys_kinds():
 
 def test_the_ask_tools_name_every_kind():
     from rag.ask.extractive import QUOTED_TYPES
-    from rag.ask.tools import SearchArgs
+    from rag.ask.tool_args import SearchArgs
 
     types = SearchArgs.model_json_schema()["properties"]["types"]
     assert types["items"]["anyOf"][0]["enum"] == list(NAMES) and types["maxItems"] == len(NAMES) + 1

@@ -10,7 +10,8 @@ from datetime import date
 
 import pytest
 
-from rag.ask.tools import TOOLS, ToolContext
+from rag.ask.tool_context import ToolContext
+from rag.ask.tools import TOOLS
 from tests.search.test_changes import office_project
 
 pytestmark = pytest.mark.slow

@@ -34,7 +34,7 @@ class SlowModel:
 
 
 def test_past_the_requests_time_limit_ask_raises_and_model_calls_get_only_the_time_left():
-    from rag.api.models import AskRequest
+    from rag.api.models.ask import AskRequest
     from rag.ask.answer import AskTimeout, ask
     from rag.config import Settings
 
@@ -63,7 +63,7 @@ def test_bedrock_converse_tool_calls_are_run_and_cited(corpus, database_url, loc
     import boto3
     from botocore.stub import ANY, Stubber
 
-    from rag.api.models import AskRequest
+    from rag.api.models.ask import AskRequest
     from rag.ask.answer import ask
     from rag.ask.providers import BedrockChat
     from rag.config import Settings
@@ -130,7 +130,7 @@ def test_converse_messages_carry_tool_use_and_results_in_bedrocks_shape():
 
 def ask_bedrock(client, database_url, local_embedder) -> dict:
     """``ask`` about the battery in project remote, with Bedrock Converse through ``client``."""
-    from rag.api.models import AskRequest
+    from rag.api.models.ask import AskRequest
     from rag.ask.answer import ask
     from rag.ask.providers import BedrockChat
     from rag.config import Settings

@@ -57,7 +57,8 @@ def test_the_decision_a_keyword_search_ranks_first_is_quoted(platform):
 
 
 def test_the_search_tool_gives_a_model_the_keyword_evidence(platform):
-    from rag.ask.tools import TOOLS, ToolContext
+    from rag.ask.tool_context import ToolContext
+    from rag.ask.tools import TOOLS
     from rag.config import get_settings
     from rag.store.connection import connect
 

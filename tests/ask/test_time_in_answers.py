@@ -71,7 +71,8 @@ def test_an_extracted_item_is_quoted_with_its_speaker_and_status_not_its_kind(of
 
 
 def test_the_search_tool_ranks_current_before_superseded_and_marks_each(office, local_embedder):
-    from rag.ask.tools import TOOLS, ToolContext
+    from rag.ask.tool_context import ToolContext
+    from rag.ask.tools import TOOLS
     from rag.config import Settings
 
     ctx = ToolContext(office, Settings(embedding_provider="local"), "acme", ("office",), _embedder=local_embedder)

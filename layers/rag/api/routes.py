@@ -6,9 +6,6 @@ Validation comes from the pydantic models; every error leaves as
 
 from __future__ import annotations
 
-import json
-import re
-from contextvars import ContextVar
 from datetime import UTC, date, datetime
 from typing import Annotated, Any, Literal
 from uuid import UUID
@@ -21,14 +18,12 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import (
 )
 from aws_lambda_powertools.event_handler.openapi.params import Path, Query
 
+from rag.api.body_checks import body_problem
+from rag.api.error_responses import ApiError, error_response, gateway_error
 from rag.api.errors import database_failure
 from rag.api.identity import Unauthenticated, tenant_of
-from rag.api.models import (
-    PROJECT_PATTERN,
-    AskRequest,
-    AskResponse,
-    ContextRequest,
-    ContextResponse,
+from rag.api.models.ask import AskRequest, AskResponse
+from rag.api.models.catalog import (
     Document,
     Meeting,
     MeetingList,
@@ -36,35 +31,26 @@ from rag.api.models import (
     ProjectBrief,
     ProjectChanges,
     ProjectList,
+    Task,
+    TaskList,
+)
+from rag.api.models.fields import PROJECT_PATTERN, TaskStatus
+from rag.api.models.search import (
+    ContextRequest,
+    ContextResponse,
     SearchRequest,
     SearchResponse,
     SearchResult,
     Source,
-    Task,
-    TaskList,
-    TaskStatus,
     search_result,
 )
+from rag.api.request_connection import request_conn, request_scope
 from rag.config import get_settings
 
 API_TITLE = "Meeting RAG query API"
 API_VERSION = "1.0.0"
 
 app = APIGatewayHttpResolver(enable_validation=True)
-
-
-class ApiError(Exception):
-    def __init__(self, status: int, code: str, message: str):
-        super().__init__(message)
-        self.status, self.code, self.message = status, code, message
-
-
-def error_response(status: int, code: str, message: str) -> Response[str]:
-    return Response(
-        status_code=status,
-        content_type=content_types.APPLICATION_JSON,
-        body=json.dumps({"error": {"code": code, "message": message}}),
-    )
 
 
 @app.exception_handler(ApiError)
@@ -104,35 +90,6 @@ def _tenant() -> str:
     return tenant_of(app.current_event.raw_event, claim=settings.tenant_claim, iam_tenants=settings.iam_tenants)
 
 
-class RequestConnection:
-    """The connection of one request: borrowed from the pool on first use, returned when the request ends."""
-
-    def __init__(self) -> None:
-        self._borrowed: Any = None
-        self.conn: psycopg.Connection | None = None
-
-    def get(self) -> psycopg.Connection:
-        if self.conn is None:
-            from rag.store.connection import connection
-
-            self._borrowed = connection(get_settings())
-            self.conn = self._borrowed.__enter__()
-        return self.conn
-
-    def release(self) -> None:
-        if self._borrowed is not None:
-            self._borrowed.__exit__(None, None, None)
-        self._borrowed = self.conn = None
-
-
-# Per thread (and per task): requests handled side by side never share a connection.
-_request_connection: ContextVar[RequestConnection] = ContextVar("rag_request_connection")
-
-
-def _conn() -> psycopg.Connection:
-    return _request_connection.get().get()
-
-
 @app.exception_handler(psycopg.OperationalError)  # QueryCanceled and PoolTimeout included
 def _database_failed(exc: psycopg.OperationalError) -> Response[str]:
     failure = database_failure(exc)
@@ -144,7 +101,7 @@ def _search(request: SearchRequest) -> tuple[list[SearchResult], float]:
     from rag.search.service import run_search
 
     settings = get_settings()
-    ranked, took_ms = run_search(_conn(), get_embedder(settings), settings, request.search_query(_tenant()))
+    ranked, took_ms = run_search(request_conn(), get_embedder(settings), settings, request.search_query(_tenant()))
     return [search_result(type_name, hit) for type_name, hit in ranked], took_ms
 
 
@@ -180,14 +137,14 @@ def context(request: ContextRequest) -> ContextResponse:
 def projects() -> ProjectList:
     from rag.store.catalog import list_projects
 
-    return ProjectList(projects=[Project(**row) for row in list_projects(_conn(), _tenant())])
+    return ProjectList(projects=[Project(**row) for row in list_projects(request_conn(), _tenant())])
 
 
 @app.get("/v1/projects/<project_id>", summary="One project", tags=["catalog"])
 def project(project_id: Annotated[str, Path(pattern=PROJECT_PATTERN)]) -> Project:
     from rag.store.catalog import get_project
 
-    row = get_project(_conn(), _tenant(), project_id)
+    row = get_project(request_conn(), _tenant(), project_id)
     if row is None:
         raise ApiError(404, "not_found", f"project {project_id!r} not found")
     return Project(**row)
@@ -206,7 +163,7 @@ def meetings(
 ) -> MeetingList:
     from rag.store.catalog import list_meetings
 
-    rows = list_meetings(_conn(), _tenant(), project_id, limit)
+    rows = list_meetings(request_conn(), _tenant(), project_id, limit)
     return MeetingList(meetings=[Meeting(**_with_source(row)) for row in rows])
 
 
@@ -222,7 +179,7 @@ def tasks(
     from rag.search.tasks import list_tasks
 
     _ordered(due_after, due_before, "due_after", "due_before")
-    rows = list_tasks(_conn(), _tenant(), project_id=project_id, status=status, assignee=assignee, limit=limit,
+    rows = list_tasks(request_conn(), _tenant(), project_id=project_id, status=status, assignee=assignee, limit=limit,
                       due_after=due_after, due_before=due_before)  # fmt: skip
     return TaskList(tasks=[Task(**_with_source(row)) for row in rows])
 
@@ -235,7 +192,7 @@ def _ordered(first: date | None, last: date | None, first_name: str, last_name: 
 def _known_project(project_id: str) -> None:
     from rag.store.catalog import get_project
 
-    if get_project(_conn(), _tenant(), project_id) is None:
+    if get_project(request_conn(), _tenant(), project_id) is None:
         raise ApiError(404, "not_found", f"project {project_id!r} not found")
 
 
@@ -254,7 +211,7 @@ def project_changes(
 
     _ordered(since, until, "since", "until")
     _known_project(project_id)
-    found = changes_between(_conn(), _tenant(), project_id, since=since, until=until, limit=limit)
+    found = changes_between(request_conn(), _tenant(), project_id, since=since, until=until, limit=limit)
     return ProjectChanges.model_validate({"project_id": project_id, "since": since, "until": until, **found})
 
 
@@ -287,7 +244,7 @@ def project_brief(
     headers = app.current_event.headers or {}
     accept = next((value for name, value in headers.items() if name.lower() == "accept"), "") if format is None else ""
     chosen = format or ("markdown" if "text/markdown" in accept.lower() else "json")
-    brief = build_brief(_conn(), _tenant(), project_id, today=datetime.now(UTC).date(), days=days, since=since)
+    brief = build_brief(request_conn(), _tenant(), project_id, today=datetime.now(UTC).date(), days=days, since=since)
     body = brief_markdown(brief) if chosen == "markdown" else ProjectBrief(**brief).model_dump_json()
     return Response(status_code=200, content_type=BRIEF_FORMATS[chosen], body=body)
 
@@ -296,7 +253,7 @@ def project_brief(
 def document(document_id: Annotated[UUID, Path()]) -> Document:
     from rag.store.catalog import get_document
 
-    row = get_document(_conn(), _tenant(), str(document_id))
+    row = get_document(request_conn(), _tenant(), str(document_id))
     if row is None:
         raise ApiError(404, "not_found", f"document {document_id} not found")
     source = Source(uri=row.pop("source_uri"), title=row["title"])
@@ -312,7 +269,7 @@ def ask(request: AskRequest) -> AskResponse:
 
     settings = get_settings()
     tenant = _tenant()
-    conn = _conn()
+    conn = request_conn()
     for project_id in request.project_ids:
         if get_project(conn, tenant, project_id) is None:
             raise ApiError(404, "not_found", f"project {project_id!r} not found")
@@ -348,7 +305,7 @@ def mcp() -> Response[str]:  # a raw Response: the MCP SDK writes the body
     from contextlib import nullcontext
 
     from rag.ask.mcp_server import handle_http
-    from rag.ask.tools import ToolContext
+    from rag.ask.tool_context import ToolContext
 
     settings = get_settings()
     tenant = _tenant()
@@ -356,7 +313,7 @@ def mcp() -> Response[str]:  # a raw Response: the MCP SDK writes the body
     body = base64.b64decode(raw) if event.is_base64_encoded else raw.encode("utf-8")
     # The connection is borrowed by a tool call only: initialize and tools/list work without the database.
     status, headers, payload = handle_http(
-        event.http_method, dict(event.headers or {}), body, lambda: nullcontext(ToolContext(_conn(), settings, tenant))
+        event.http_method, dict(event.headers or {}), body, lambda: nullcontext(ToolContext(request_conn(), settings, tenant))
     )
     return Response(status_code=status, content_type=headers.pop("content-type", content_types.APPLICATION_JSON),
                     body=payload.decode("utf-8"), headers=headers)  # fmt: skip
@@ -381,61 +338,8 @@ def handle(event: dict[str, Any], context: Any) -> dict[str, Any]:
         try:
             tenant_of(event, claim=settings.tenant_claim, iam_tenants=settings.iam_tenants)
         except Unauthenticated as exc:
-            return {
-                "statusCode": 401,
-                "headers": {"Content-Type": "application/json"},
-                "body": json.dumps({"error": {"code": "unauthenticated", "message": str(exc)}}),
-                "isBase64Encoded": False,
-            }
-    if problem := _body_problem(event):
-        return {
-            "statusCode": 400,
-            "headers": {"Content-Type": "application/json"},
-            "body": json.dumps({"error": {"code": problem[0], "message": problem[1]}}),
-            "isBase64Encoded": False,
-        }
-    token = _request_connection.set(RequestConnection())
-    try:
+            return gateway_error(401, "unauthenticated", str(exc))
+    if problem := body_problem(event):
+        return gateway_error(400, *problem)
+    with request_scope():
         return app.resolve(event, context)
-    finally:
-        _request_connection.get().release()
-        _request_connection.reset(token)
-
-
-def _body_problem(event: dict[str, Any]) -> tuple[str, str] | None:
-    """A body that is not UTF-8 JSON text, or nests too deep to parse, is refused here, before the resolver reads it."""
-    body = event.get("body")
-    if not body:
-        return None
-    content_type = ((event.get("headers") or {}).get("content-type") or "").lower()
-    if not content_type.startswith("application/json"):
-        return "unsupported_content_type", "send the body as JSON with Content-Type: application/json"
-    if event.get("isBase64Encoded"):
-        import base64
-
-        try:
-            body = base64.b64decode(body).decode("utf-8")
-        except (ValueError, UnicodeDecodeError):
-            return "invalid_json", "the request body is not UTF-8 JSON"
-    if _nests_deeper_than(body, MAX_JSON_DEPTH):
-        return "invalid_json", f"expected JSON nested at most {MAX_JSON_DEPTH} levels deep"
-    return None
-
-
-MAX_JSON_DEPTH = 64  # requests nest 3 levels; Python's json recurses per level and fails near 1,000
-# A whole string literal (its brackets are text; an unclosed one runs to the end), or one bracket.
-_JSON_STRING_OR_BRACKET = re.compile(r'"(?:[^"\\]+|\\.)*"?|[\[\]{}]')
-
-
-def _nests_deeper_than(text: str, limit: int) -> bool:
-    """Whether brackets outside string literals open more than ``limit`` levels at some point (not a full parse)."""
-    depth = 0
-    for match in _JSON_STRING_OR_BRACKET.finditer(text):
-        token = match.group()
-        if token == "[" or token == "{":
-            depth += 1
-            if depth > limit:
-                return True
-        elif token == "]" or token == "}":
-            depth -= 1
-    return False

@@ -25,13 +25,14 @@ from rag.ask.citations import Citations, citation_records, keep_known_citations
 from rag.ask.extractive import NOT_FOUND, extractive_answer
 from rag.ask.providers import ChatModel, MalformedOutput, ModelFailure, ModelTimeout, ModelTurn, chat_model
 from rag.ask.redact import keep, redact
-from rag.ask.tools import TOOLS, ToolContext, ToolResult
+from rag.ask.tool_context import ToolContext, ToolResult
+from rag.ask.tools import TOOLS
 from rag.store.connection import pipelined_transaction
 
 if TYPE_CHECKING:
     import psycopg
 
-    from rag.api.models import AskRequest
+    from rag.api.models.ask import AskRequest
     from rag.config import Settings
     from rag.embedding.base import Embedder
 

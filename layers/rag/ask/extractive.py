@@ -15,10 +15,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from rag.api.models import MAX_QUERY_CHARS
+from rag.api.models.fields import MAX_QUERY_CHARS
 from rag.ask.citations import Passage
+from rag.ask.search_tools import search_hits
 from rag.ask.sentences import sentence_spans
-from rag.ask.tools import ToolContext, _passage_of, item_passage, search_hits
+from rag.ask.tool_context import ToolContext
+from rag.ask.tool_passages import hit_passage, item_passage
 from rag.knowledge import KINDS
 
 if TYPE_CHECKING:
@@ -54,7 +56,7 @@ def _turn_at(turns: list[Any] | None, offset: int) -> int | None:
 
 def sentences_of(type_name: str, hit: Hit, rank: int, turns: list[Any] | None) -> list[Sentence]:
     """The sentences of a hit, each with its own character range (and turn, for transcripts)."""
-    base = _passage_of(type_name, hit)
+    base = hit_passage(type_name, hit)
     if type_name != "chunk":  # an extracted item or a summary: cited whole, as one sentence
         text = hit.content.strip()
         if len(text.split()) < MIN_WORDS or text.endswith("?"):

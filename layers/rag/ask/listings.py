@@ -14,7 +14,8 @@ import re
 from datetime import date, timedelta
 from typing import Any
 
-from rag.ask.tools import ToolContext, item_passage
+from rag.ask.tool_context import ToolContext
+from rag.ask.tool_passages import item_passage
 from rag.search.brief import one_line
 
 MAX_PROJECTS = 5  # a question over more projects than this is left to the search

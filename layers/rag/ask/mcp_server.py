@@ -23,7 +23,8 @@ from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from rag.ask.tools import TOOLS, ToolContext, ToolResult
+from rag.ask.tool_context import ToolContext, ToolResult
+from rag.ask.tools import TOOLS
 
 if TYPE_CHECKING:
     from mcp.server import Server

@@ -29,7 +29,7 @@ class Decision:
     status: str
     superseded_by: int | None
     meeting_date: date | None
-    item: dict[str, Any]  # the fields ``rag.ask.tools.item_passage`` cites, and ``description``
+    item: dict[str, Any]  # the fields ``rag.ask.tool_passages.item_passage`` cites, and ``description``
 
 
 def superseded(type_name: str, metadata: dict[str, Any] | None) -> bool:
