@@ -1,4 +1,4 @@
-"""The database connection of one API request, borrowed from the pool on first use."""
+"""What one API request works with: its caller's tenant, and its database connection borrowed from the pool on first use."""
 
 from __future__ import annotations
 
@@ -9,7 +9,14 @@ from typing import Any
 
 import psycopg
 
+from rag.api.identity import tenant_of
 from rag.config import get_settings
+
+
+def request_tenant(event: dict[str, Any]) -> str:
+    """The verified caller's tenant (``rag.api.identity``; raises ``Unauthenticated``)."""
+    settings = get_settings()
+    return tenant_of(event, claim=settings.tenant_claim, iam_tenants=settings.iam_tenants)
 
 
 class RequestConnection:
