@@ -166,7 +166,7 @@ def test_0009_moves_bm25_to_the_tsvectors_of_a_database_with_chunks(database_url
     import psycopg
     from psycopg.conninfo import make_conninfo
 
-    from rag.search import engine
+    from rag.search import bm25
     from rag.search.engine import SearchScope, search_chunks
     from rag.store.connection import connect
 
@@ -209,11 +209,11 @@ def test_0009_moves_bm25_to_the_tsvectors_of_a_database_with_chunks(database_url
             def old_cte(table: str, where: str, join_documents: str) -> str:
                 projects = "AND ct.project_id = ANY(%(projects)s)" if "%(projects)s" in where else ""
                 return _POSTINGS_BM25_BEFORE_0009.format(
-                    query_terms=engine._QUERY_TERMS, projects=projects, table=table, where=where, join_documents=join_documents
+                    query_terms=bm25.QUERY_TERMS, projects=projects, table=table, where=where, join_documents=join_documents
                 )
 
             with monkeypatch.context() as patched:
-                patched.setitem(engine._KEYWORD_CTES, "project_stats_bm25", old_cte)
+                patched.setitem(bm25.KEYWORD_CTES, "project_stats_bm25", old_cte)
                 before = results()
             stats_before = conn.execute("SELECT * FROM keyword_stats ORDER BY 1, 2").fetchall()
 
