@@ -16,14 +16,8 @@ import boto3
 import psycopg
 import pytest
 
-from rag_local.smoke import (
-    STEP_NAMES,
-    ApiClient,
-    SigV4,
-    StepFailed,
-    execute_api_region,
-    read_stack_outputs,
-)
+from rag_local.smoke import STEP_NAMES
+from rag_local.stack_access import ApiClient, SigV4, StepFailed, execute_api_region, read_stack_outputs
 
 BUCKET = "smoke-e2e"
 STEPS = list(STEP_NAMES)
@@ -272,7 +266,7 @@ def test_the_outputs_of_the_real_template_are_read_from_describe_stacks(synthesi
 def test_a_missing_stack_or_output_is_a_readable_setup_error():
     from moto import mock_aws
 
-    from rag_local.smoke import SmokeSetupError
+    from rag_local.stack_access import SmokeSetupError
 
     with mock_aws():
         cloudformation = boto3.client("cloudformation", region_name="eu-west-1")
@@ -332,7 +326,7 @@ def test_iam_requests_carry_a_sigv4_signature_for_execute_api():
 
 
 def test_an_unreachable_api_fails_the_step_with_where_it_tried():
-    from rag_local.smoke import BearerToken
+    from rag_local.stack_access import BearerToken
 
     with pytest.raises(StepFailed, match=r"cannot reach http://127\.0\.0\.1:\d+/v1/projects: .*refused"):
         ApiClient(f"http://127.0.0.1:{free_port()}", BearerToken("t")).call("GET", "/v1/projects")

@@ -12,7 +12,8 @@ from rag_local.commands import Subparsers, fail
 
 if TYPE_CHECKING:
     from rag.config import Settings
-    from rag_local.smoke import Auth, StackOutputs, Upload
+    from rag_local.smoke import Upload
+    from rag_local.stack_access import Auth, StackOutputs
 
 TOKEN_VARIABLE = "RAG_SMOKE_TOKEN"
 PROGRESS_EVERY_SECONDS = 10.0
@@ -52,7 +53,8 @@ def register(subparsers: Subparsers) -> None:
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
-    from rag_local.smoke import ApiClient, SmokeCheck, SmokeSetupError, render_table
+    from rag_local.smoke import SmokeCheck, render_table
+    from rag_local.stack_access import ApiClient, SmokeSetupError
 
     try:
         api_url, auth, upload, hint = _target(args, settings)
@@ -70,7 +72,7 @@ def _target(args: argparse.Namespace, settings: Settings) -> tuple[str, Auth, Up
     import boto3
     from botocore.exceptions import BotoCoreError
 
-    from rag_local.smoke import SmokeSetupError, StackOutputs, read_stack_outputs
+    from rag_local.stack_access import SmokeSetupError, StackOutputs, read_stack_outputs
 
     try:
         if args.local_aws:  # the CLI has pointed boto3 at the local moto server
@@ -100,7 +102,7 @@ def _target(args: argparse.Namespace, settings: Settings) -> tuple[str, Auth, Up
 
 def _tenant(args: argparse.Namespace, settings: Settings, token: str | None) -> str | None:
     """The tenant to upload for (None: the default tenant's short form); locally, the API key's tenant."""
-    from rag_local.smoke import SmokeSetupError
+    from rag_local.stack_access import SmokeSetupError
 
     key_tenant = settings.api_key_tenants.get(token or "") if args.local_aws else None
     if key_tenant is None:
@@ -111,7 +113,7 @@ def _tenant(args: argparse.Namespace, settings: Settings, token: str | None) -> 
 
 
 def _api_url(args: argparse.Namespace, outputs: StackOutputs) -> str:
-    from rag_local.smoke import SmokeSetupError
+    from rag_local.stack_access import SmokeSetupError
 
     if not args.iam:
         return outputs.api_url
@@ -123,7 +125,7 @@ def _api_url(args: argparse.Namespace, outputs: StackOutputs) -> str:
 
 
 def _auth(args: argparse.Namespace, settings: Settings, session: Any, api_url: str) -> tuple[Auth, str | None]:
-    from rag_local.smoke import BearerToken, SigV4, SmokeSetupError, execute_api_region
+    from rag_local.stack_access import BearerToken, SigV4, SmokeSetupError, execute_api_region
 
     if args.iam:
         credentials = session.get_credentials()
@@ -142,7 +144,8 @@ def _auth(args: argparse.Namespace, settings: Settings, session: Any, api_url: s
 def _upload(args: argparse.Namespace, tenant: str | None, session: Any, outputs: StackOutputs) -> Upload:
     from botocore.exceptions import ClientError
 
-    from rag_local.smoke import DEFAULT_TENANT_PREFIX, SmokeSetupError, Upload, assumed_role_session
+    from rag_local.smoke import Upload
+    from rag_local.stack_access import DEFAULT_TENANT_PREFIX, SmokeSetupError, assumed_role_session
 
     prefix = f"tenants/{tenant}/{DEFAULT_TENANT_PREFIX}" if tenant else DEFAULT_TENANT_PREFIX
     bucket = args.bucket or outputs.bucket_name
