@@ -45,7 +45,7 @@ demo: $(STAMP)
 	$(BIN)/rag search "what did we decide about the battery?" --project demo
 	$(BIN)/rag ask "who will update the enclosure drawings, and by when?" --project demo
 
-# Lint (ruff), formatting and types (mypy --strict on layers/rag), then the whole suite.
+# Lint (ruff), formatting and types (mypy --strict on layers, functions, infra and local), then the whole suite.
 test: lint $(CHECKOV_STAMP)
 	$(BIN)/python -m pytest
 

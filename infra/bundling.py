@@ -166,6 +166,6 @@ class CopyBundler:
         return True
 
 
-def local_bundling(local: object) -> cdk.BundlingOptions:
+def local_bundling(local: cdk.ILocalBundling) -> cdk.BundlingOptions:
     # The image is required by the API but never pulled: local bundling always succeeds or raises.
     return cdk.BundlingOptions(image=cdk.DockerImage.from_registry("local-bundling-only"), local=local)

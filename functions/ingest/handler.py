@@ -19,6 +19,7 @@ from typing import Any
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
+from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
@@ -136,7 +137,7 @@ def database_is_reachable() -> bool:
 @logger.inject_lambda_context(clear_state=True)
 @tracer.capture_lambda_handler
 @metrics.log_metrics
-def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> PartialItemFailureResponse:
     global _stored
     _stored = False
     if event_shape(event) == "sqs":

@@ -38,7 +38,9 @@ def ensure_app_role(conn: psycopg.Connection, credentials: RoleCredentials, *, s
         if not exists:
             # Only at creation: afterwards the secret's rotation owns the password.
             conn.execute(sql.SQL("CREATE ROLE {} LOGIN PASSWORD {}").format(role, sql.Literal(credentials.password)))
-        database = conn.execute("SELECT current_database()").fetchone()[0]
+        row = conn.execute("SELECT current_database()").fetchone()
+        assert row is not None  # current_database() always returns its one row
+        database = row[0]
         statements = [
             "GRANT CONNECT, TEMPORARY ON DATABASE {database} TO {role}",
             "GRANT USAGE ON SCHEMA {schema} TO {role}",

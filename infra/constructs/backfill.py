@@ -57,7 +57,9 @@ class Backfill(Construct):
         self.machine = machine
         self.state_machine: sfn.StateMachine = machine.state_machine
         # The construct fixes its log retention (a month): the stage's retention applies here too.
-        machine.log_group.node.default_child.add_property_override("RetentionInDays", config.log_retention_days)
+        log_group = machine.log_group.node.default_child
+        assert isinstance(log_group, cdk.CfnResource)  # a LogGroup's default child is its AWS::Logs::LogGroup
+        log_group.add_property_override("RetentionInDays", config.log_retention_days)
 
         # What the schedule starts, and the ingest function after it stored documents (rag.backfill_trigger).
         self.execution_input = {

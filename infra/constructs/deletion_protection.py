@@ -9,6 +9,8 @@ Nothing is undone on delete: a deleted stack leaves a protected instance protect
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from aws_cdk import Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_rds as rds
@@ -25,7 +27,7 @@ AWS_CUSTOM_RESOURCE_FUNCTION = "AWS679f53fac002430cb0da5b7982bd2287"
 
 class DeletionProtection(Construct):
     def __init__(
-        self, scope: Construct, id: str, *, config: StageConfig, instance: rds.DatabaseInstance, after: list[IDependable]
+        self, scope: Construct, id: str, *, config: StageConfig, instance: rds.DatabaseInstance, after: Sequence[IDependable]
     ) -> None:
         super().__init__(scope, id)
         call = cr.AwsSdkCall(

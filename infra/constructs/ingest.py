@@ -97,9 +97,11 @@ class Ingest(Construct):
                 resources=[self.bucket.arn_for_objects(f"{prefix}*") for prefix in DOCUMENT_PREFIXES],
             )
         )
+        role = self.function.role
+        assert role is not None  # app_function gives every function its execution role
         for prefix in DOCUMENT_PREFIXES:
             acknowledge(
-                self.function.role,
+                role,
                 f"AwsSolutions-IAM5[Resource::<{logical_id(self.bucket)}.Arn>/{prefix}*]",
                 f"the documents are any objects under {prefix} (keys are data, the tenant and project are in them); "
                 "read-only, this bucket only",

@@ -32,7 +32,8 @@ def post(settings: Settings, path: str, body: dict[str, Any], *, api_key: str | 
     )
     try:
         with urllib.request.urlopen(request, timeout=TIMEOUT_SECONDS) as response:
-            return json.load(response)
+            result: dict[str, Any] = json.load(response)
+            return result
     except urllib.error.HTTPError as exc:
         raise ApiError(f"HTTP {exc.code}: {exc.read().decode(errors='replace')}") from exc
     except urllib.error.URLError as exc:

@@ -26,7 +26,7 @@ import time
 import uuid
 from collections.abc import Callable, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, ClassVar
 from urllib.parse import parse_qsl, urlsplit
 
 from rag.config import Settings
@@ -86,7 +86,7 @@ def http_api_event(
             event["body"] = body.decode("utf-8")
         except UnicodeDecodeError:
             event["body"], event["isBase64Encoded"] = base64.b64encode(body).decode(), True
-    if tenant is not None:
+    if tenant is not None and key is not None:  # a tenant comes only from a key
         event["requestContext"]["authorizer"] = {
             "jwt": {"claims": {"tenant": tenant, "sub": f"api-key:{key[:4]}…"}, "scopes": []}
         }
@@ -140,7 +140,7 @@ class QueryRequestHandler(BaseHTTPRequestHandler):
     ``make_server`` subclasses it with the settings' keys, the timeout and the handler."""
 
     # Every socket read and write times out; reads within a head or a body also by a deadline.
-    timeout: float = CLIENT_TIMEOUT_SECONDS
+    timeout: ClassVar[float | None] = CLIENT_TIMEOUT_SECONDS  # StreamRequestHandler's class attribute
     client_timeout: float = CLIENT_TIMEOUT_SECONDS
     keys: Mapping[str, str] = {}
     query: Callable[[dict[str, Any], Any], dict[str, Any]]

@@ -8,12 +8,16 @@ import logging
 import os
 import sys
 import threading
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from rag.config import Settings
 
+if TYPE_CHECKING:  # the store (and psycopg) loads only when a backfill runs
+    from rag.store.backfill_queue import StageName
+
 logger = logging.getLogger("rag.backfill")
-STAGES = ("segment", "embed", "extract")
+STAGES: tuple[StageName, ...] = ("segment", "embed", "extract")
 
 
 def quiet_powertools() -> None:
@@ -25,7 +29,7 @@ def quiet_powertools() -> None:
 
 def run_backfill(
     settings: Settings,
-    stages: list[str],
+    stages: Sequence[StageName],
     *,
     batch_size: int = 10,
     until_complete: bool = False,
@@ -69,12 +73,12 @@ def run_backfill(
     return 1 if failed_any else 0
 
 
-def run_backfill_in_state_machine(stages: list[str], batch_size: int, max_iterations: int) -> int:
+def run_backfill_in_state_machine(stages: Sequence[StageName], batch_size: int, max_iterations: int) -> int:
     """The CDK-synthesized state machine executed by moto, its tasks dispatched to the same handlers."""
     from rag_local.state_machine import run_backfill_state_machine
 
     quiet_powertools()
-    execution = run_backfill_state_machine({"stages": stages, "batch_size": batch_size, "max_iterations": max_iterations})
+    execution = run_backfill_state_machine({"stages": list(stages), "batch_size": batch_size, "max_iterations": max_iterations})
     # A run whose stage failed ends Failed: its cause carries the errors and the results so far.
     output = execution.get("output_json") or execution.get("cause_json") or {}
     print(f"execution {execution['status']}")

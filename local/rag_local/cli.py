@@ -42,7 +42,8 @@ def main(argv: list[str] | None = None) -> int:
     # Every command but `rag smoke` against AWS (its `--local` sets local_aws) talks to the local moto server.
     settings = _use_local_aws(get_settings()) if getattr(args, "local_aws", True) else get_settings()
     try:
-        return args.func(args, settings)
+        status: int = args.func(args, settings)
+        return status
     except KeyboardInterrupt:
         return 130
     except Exception as exc:  # the CLI's last line of defence: a readable message, not a traceback

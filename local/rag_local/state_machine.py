@@ -71,7 +71,8 @@ def synthesize_backfill_template(
         idle_wait=cdk.Duration.seconds(idle_wait_seconds),
         max_idle_batches=max_idle_batches,
     )
-    return app.synth().get_stack_by_name(stack.stack_name).template
+    template: dict[str, Any] = app.synth().get_stack_by_name(stack.stack_name).template
+    return template
 
 
 def stage_function_ids(template: Mapping[str, Any]) -> dict[str, str]:
@@ -94,13 +95,16 @@ def definition_from_template(template: Mapping[str, Any], function_arns: Mapping
     machines = [r for r in template["Resources"].values() if r["Type"] == "AWS::StepFunctions::StateMachine"]
     if len(machines) != 1:
         raise ValueError(f"expected one AWS::StepFunctions::StateMachine in the template, found {len(machines)}")
-    return json.loads(_resolve(machines[0]["Properties"]["DefinitionString"], function_arns))
+    definition: dict[str, Any] = json.loads(_resolve(machines[0]["Properties"]["DefinitionString"], function_arns))
+    return definition
 
 
 def _resolve(value: Any, function_arns: Mapping[str, str]) -> str:
     if isinstance(value, str):
         return value
     if isinstance(value, dict) and "Fn::Join" in value:
+        separator: str
+        parts: list[Any]
         separator, parts = value["Fn::Join"]
         return separator.join(_resolve(part, function_arns) for part in parts)
     if isinstance(value, dict) and "Fn::GetAtt" in value:
@@ -138,10 +142,12 @@ def stage_handlers(*, scale_out: bool = False) -> dict[str, Dispatch]:
     handlers = {stage: getattr(module, name) for stage, name in STAGE_HANDLERS.items()}
     if scale_out:
         handlers = {stage: handler.__wrapped__ for stage, handler in handlers.items()}  # without the container's lock
-    return {
-        stage: (lambda event, _handler=handler, _stage=stage: _handler(event, LocalContext(function_name=f"backfill-{_stage}")))
-        for stage, handler in handlers.items()
-    }
+    return {stage: _in_container(handler, f"backfill-{stage}") for stage, handler in handlers.items()}
+
+
+def _in_container(handler: Callable[[dict[str, Any], LocalContext], Any], function_name: str) -> Dispatch:
+    """The stage's handler called as Lambda calls it: with a context naming its function."""
+    return lambda event: handler(event, LocalContext(function_name=function_name))
 
 
 @contextmanager
@@ -176,14 +182,15 @@ class LocalStateMachine:
         response = self.client.start_execution(
             stateMachineArn=self.arn, name=name or f"local-{uuid.uuid4().hex}", input=json.dumps(execution_input)
         )
-        return response["executionArn"]
+        arn: str = response["executionArn"]
+        return arn
 
     def wait(self, execution_arn: str, *, timeout_seconds: float = 3600) -> dict[str, Any]:
         """``describe_execution`` once the execution ended (or the timeout passed), with ``output_json``,
         ``cause_json`` (a Fail state's cause, when it is JSON) and ``history``."""
         deadline = time.monotonic() + timeout_seconds
         while True:
-            execution = self.client.describe_execution(executionArn=execution_arn)
+            execution: dict[str, Any] = self.client.describe_execution(executionArn=execution_arn)
             if execution["status"] != "RUNNING" or time.monotonic() > deadline:
                 break
             time.sleep(self.poll_seconds)
@@ -210,10 +217,11 @@ def local_state_machine(
     """While active: the synthesized definition in moto's Step Functions, its tasks dispatched in-process."""
     import boto3
     from moto import mock_aws
+    from moto.core.config import DefaultConfig
 
     definition = definition or backfill_definition()
     dispatch = dispatch or stage_handlers()
-    config = {"stepfunctions": {"execute_state_machine": True}, "lambda": {"use_docker": False}}
+    config: DefaultConfig = {"stepfunctions": {"execute_state_machine": True}, "lambda": {"use_docker": False}}
     # In-process moto: an AWS_ENDPOINT_URL (set for `rag up`'s moto server) would send boto3 elsewhere.
     environment = {k: v for k, v in os.environ.items() if k != "AWS_ENDPOINT_URL"}
     with mock.patch.dict(os.environ, environment, clear=True), mock_aws(config=config), lambdas_dispatched_to(dispatch):

@@ -40,8 +40,9 @@ from dataclasses import dataclass
 from datetime import date, timedelta
 from typing import Any
 
-from dateutil.relativedelta import relativedelta, weekday
-from dateutil.relativedelta import weekdays as WEEKDAY_OF  # MO .. SU
+from dateutil.relativedelta import FR, MO, SA, SU, TH, TU, WE, relativedelta, weekday
+
+WEEKDAY_OF = (MO, TU, WE, TH, FR, SA, SU)
 
 MONTHS = {name.lower(): i for i, name in enumerate(calendar.month_name) if name}
 MONTHS.update({name.lower(): i for i, name in enumerate(calendar.month_abbr) if name})

@@ -9,6 +9,7 @@ from rag_local.commands import Subparsers
 
 if TYPE_CHECKING:
     from rag.config import Settings
+    from rag.store.backfill_queue import StageName
 
 
 def register(subparsers: Subparsers) -> None:
@@ -43,9 +44,9 @@ def register(subparsers: Subparsers) -> None:
 
 def backfill_command(args: argparse.Namespace, settings: Settings) -> int:
     """Run the backfill stages through the same handlers the state machine calls."""
-    from rag_local.backfill import run_backfill, run_backfill_in_state_machine
+    from rag_local.backfill import STAGES, run_backfill, run_backfill_in_state_machine
 
-    stages = [args.stage] if args.stage else ["segment", "embed", "extract"]
+    stages: tuple[StageName, ...] = (args.stage,) if args.stage else STAGES
     if args.retry_failed:
         from rag.backfill.documents import reset_attempts
         from rag.store.connection import connect, resolve_database_url

@@ -263,9 +263,12 @@ def status_command(args: argparse.Namespace, settings: Settings) -> int:
             print(f"  {failure.source_uri}\n    {failure.error}")
     if status.backfill_failures:
         print("backfill failures (`rag backfill --retry-failed` tries exhausted ones again):")
-        for failure in status.backfill_failures:
-            state = "exhausted" if failure.exhausted else "will retry"
-            print(f"  {failure.source_uri} [{failure.status}, {failure.attempts} attempts, {state}]\n    {failure.error}")
+        for backfill_failure in status.backfill_failures:
+            state = "exhausted" if backfill_failure.exhausted else "will retry"
+            print(
+                f"  {backfill_failure.source_uri} [{backfill_failure.status}, {backfill_failure.attempts} attempts, {state}]"
+                f"\n    {backfill_failure.error}"
+            )
     if services_pid(settings) is not None:
         _print_queue_depths(settings)
     return 0

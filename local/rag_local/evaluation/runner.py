@@ -199,7 +199,7 @@ def search(handler: Any, body: dict[str, Any]) -> dict[str, Any]:
         "POST", "/v1/search", {"Content-Type": "application/json"}, json.dumps(body).encode(), EVAL_TENANT, "eval"
     )
     response = handler(event, LocalContext(function_name="query"))
-    payload = json.loads(response["body"])
+    payload: dict[str, Any] = json.loads(response["body"])
     if response["statusCode"] != 200:
         raise EvalError(f"search answered {response['statusCode']}: {payload.get('message', payload)}")
     return payload
@@ -268,7 +268,7 @@ def run_eval(
         documents, failures = ingest(transcripts, url, progress=progress)
         ingest_seconds = time.perf_counter() - started
         with connect(url) as conn:
-            chunks = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+            (chunks,) = conn.execute("SELECT count(*) FROM chunks").fetchone() or (0,)
         answerable = [q for q in queries if q.meeting_id in documents]
         skipped = [q.qid for q in queries if q.meeting_id not in documents]
         if not answerable:
