@@ -38,12 +38,9 @@ class MeetingList(BaseModel):
     meetings: list[Meeting]
 
 
-class TaskChange(BaseModel):
-    """Where a later meeting changed a task: reported it done or cancelled, handed it over, moved its date."""
+class Said(BaseModel):
+    """Where something was said: the document, its meeting's date, the turns (or characters) and who spoke."""
 
-    change: Change
-    new_value: str | None = Field(default=None, description="reassigned: the new owner; rescheduled: the new date")
-    evidence: str
     document_id: str
     meeting_date: date | None = None
     start_char: int
@@ -53,22 +50,35 @@ class TaskChange(BaseModel):
     speakers: list[str] = Field(default_factory=list)
 
 
-class Task(BaseModel):
+class SaidIn(Said):
+    """Where something was said, with its source document's name and the words themselves."""
+
+    source: Source
+    evidence: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _source(cls, data: Any) -> Any:  # the library's rows name the source in two columns
+        if isinstance(data, dict) and "source" not in data and "source_uri" in data:
+            return {**data, "source": {"uri": data["source_uri"], "title": data.get("source_title")}}
+        return data
+
+
+class TaskChange(Said):
+    """Where a later meeting changed a task: reported it done or cancelled, handed it over, moved its date."""
+
+    change: Change
+    new_value: str | None = Field(default=None, description="reassigned: the new owner; rescheduled: the new date")
+    evidence: str
+
+
+class Task(SaidIn):
     id: str
     description: str
     assignee: str | None = None
     due_date: date | None = None
     status: str
     project_id: str
-    document_id: str
-    source: Source
-    meeting_date: date | None = None
-    start_char: int
-    end_char: int
-    start_turn: int | None = None
-    end_turn: int | None = None
-    speakers: list[str] = Field(default_factory=list)
-    evidence: str | None = None
     created_at: datetime
     changes: list[TaskChange] = Field(default_factory=list, description="what later meetings changed, oldest first")
 
@@ -77,30 +87,14 @@ class TaskList(BaseModel):
     tasks: list[Task]
 
 
-class Cited(BaseModel):
+class Cited(SaidIn):
     """An extracted item with where it was said: document, meeting date, turns (or characters), speakers, evidence."""
 
     id: str
     description: str
     status: str | None = None
-    document_id: str
-    source: Source
-    meeting_date: date | None = None
-    start_char: int
-    end_char: int
-    start_turn: int | None = None
-    end_turn: int | None = None
-    speakers: list[str] = Field(default_factory=list)
-    evidence: str | None = None
     assignee: str | None = None
     due_date: date | None = None
-
-    @model_validator(mode="before")
-    @classmethod
-    def _source(cls, data: Any) -> Any:  # the library's rows name the source in two columns
-        if isinstance(data, dict) and "source" not in data and "source_uri" in data:
-            return {**data, "source": {"uri": data["source_uri"], "title": data.get("source_title")}}
-        return data
 
 
 class ChangeItem(Cited):
