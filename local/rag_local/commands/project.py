@@ -31,8 +31,7 @@ def register(subparsers: Subparsers) -> None:
     changes.add_argument("--since", required=True, type=date.fromisoformat, help="first meeting date, YYYY-MM-DD (inclusive)")
     changes.add_argument("--until", type=date.fromisoformat, help="last meeting date, YYYY-MM-DD (inclusive; default: no end)")
     changes.add_argument("--limit", type=int, default=50, help="at most this many items per list (1-200, default 50)")
-    changes.add_argument("--json", action="store_true", help="print the API's JSON")
-    changes.add_argument("--api-key", help="API key (default: the first of RAG_API_KEYS)")
+    _output_options(changes)
     changes.set_defaults(func=changes_command)
 
     brief = subparsers.add_parser(
@@ -42,8 +41,7 @@ def register(subparsers: Subparsers) -> None:
     )
     brief.add_argument("--project", required=True, help="the project")
     brief.add_argument("--days", type=int, default=14, help="what changed in the last N days (1-366, default 14)")
-    brief.add_argument("--json", action="store_true", help="print the API's JSON")
-    brief.add_argument("--api-key", help="API key (default: the first of RAG_API_KEYS)")
+    _output_options(brief)
     brief.set_defaults(func=brief_command)
 
     tasks = subparsers.add_parser(
@@ -57,9 +55,14 @@ def register(subparsers: Subparsers) -> None:
     tasks.add_argument("--due-after", type=date.fromisoformat, help="due on or after this day, YYYY-MM-DD")
     tasks.add_argument("--due-before", type=date.fromisoformat, help="due on or before this day, YYYY-MM-DD")
     tasks.add_argument("--limit", type=int, default=50, help="1-500 (default 50)")
-    tasks.add_argument("--json", action="store_true", help="print the API's JSON")
-    tasks.add_argument("--api-key", help="API key (default: the first of RAG_API_KEYS)")
+    _output_options(tasks)
     tasks.set_defaults(func=tasks_command)
+
+
+def _output_options(parser: argparse.ArgumentParser) -> None:
+    """What every command of the local API prints (its text or its JSON) and with which key."""
+    parser.add_argument("--json", action="store_true", help="print the API's JSON")
+    parser.add_argument("--api-key", help="API key (default: the first of RAG_API_KEYS)")
 
 
 def changes_command(args: argparse.Namespace, settings: Settings) -> int:
