@@ -98,7 +98,7 @@ def configured_ef_search(conn, settings) -> int:
     """The ef_search the product's searches use on this index (rag.search.scope_size.ScopeSize.ef_search)."""
     from rag.search.engine import SearchScope
     from rag.search.scope_size import scope_size
-    from rag.store.migrations import embedding_index_name
+    from rag.store.schema import embedding_index_name
 
     size = scope_size(conn, SearchScope("bench"), embedding_index_name("chunks", MODEL, 384))
     return size.ef_search(settings.hnsw_ef_search, settings.hnsw_ef_search_rows, settings.hnsw_ef_search_max)

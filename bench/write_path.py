@@ -42,7 +42,8 @@ from rag.parsing.model import Chunk, ParsedDocument  # noqa: E402
 from rag.store import documents as repo  # noqa: E402
 from rag.store.bulk import DocumentLoad, bulk_load  # noqa: E402
 from rag.store.connection import connect  # noqa: E402
-from rag.store.migrations import embedding_index_name, ensure_embedding_index, migrate  # noqa: E402
+from rag.store.migrations import ensure_embedding_index, migrate  # noqa: E402
+from rag.store.schema import embedding_index_name  # noqa: E402
 
 CHUNKS_PER_DOC = 50
 WORDS_PER_CHUNK = 180

@@ -16,7 +16,7 @@ from rag.search.recency import favour_recent
 from rag.search.rerank import get_reranker, rerank
 from rag.search.scope_size import ScopeSizeCache
 from rag.search.types import SEARCHABLE_TYPES
-from rag.store.migrations import embedding_index_name
+from rag.store.schema import embedding_index_name
 
 if TYPE_CHECKING:
     import psycopg

@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING
 
 from rag.store import documents as repo
 from rag.store import keyword_index
-from rag.store.migrations import embedding_index_name, ensure_embedding_index
+from rag.store.migrations import ensure_embedding_index
+from rag.store.schema import embedding_index_name
 
 if TYPE_CHECKING:
     import psycopg

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rag.knowledge import KINDS
+from rag.store.schema import EMBEDDED_TABLES, embedding_index_name, embedding_index_sql
 
 if TYPE_CHECKING:
     import psycopg
@@ -41,9 +41,6 @@ MIN_VECTOR_VERSION = "0.8.0"
 INDEX_BUILD_MAX_ROWS = 10_000
 
 logger = logging.getLogger(__name__)
-
-# Tables with an ``embedding``/``embedding_model`` pair (every kind's): each gets a partial HNSW index per model.
-EMBEDDED_TABLES = tuple(kind.table for kind in KINDS)
 
 
 @dataclass(frozen=True)
@@ -228,40 +225,9 @@ def _more_rows_than(conn: psycopg.Connection, table: str, model_id: str, limit: 
     return row is not None and int(row[0]) > limit
 
 
-def embedding_index_name(table: str, model_id: str, dimension: int) -> str:
-    slug = re.sub(r"[^a-z0-9]+", "_", model_id.lower()).strip("_")[:24]
-    digest = hashlib.sha1(f"{model_id}:{dimension}".encode()).hexdigest()[:8]
-    return f"{table}_emb_{slug}_{dimension}_{digest}"
-
-
-# The graph's build parameters. pgvector's defaults (m 16, ef_construction 64) build a graph whose
-# recall@10 over a million clustered 384-d vectors stops at .95 even at ef_search 1,000; ef_construction
-# 128 reaches .96 at ef_search 200 and .98 at 400, within the same search time (bench/index_variants.py).
-HNSW_M = 16
-HNSW_EF_CONSTRUCTION = 128
-
-
-def _embedding_index_sql(table: str, model_id: str, dimension: int, *, concurrently: bool) -> sql.Composed:
-    from psycopg import sql
-
-    return sql.SQL(
-        "CREATE INDEX {concurrently} IF NOT EXISTS {name} ON {table}"
-        " USING hnsw ((embedding::vector({dim})) vector_cosine_ops) WITH (m = {m}, ef_construction = {ef_construction})"
-        " WHERE embedding_model = {model}"
-    ).format(
-        m=sql.Literal(HNSW_M),
-        ef_construction=sql.Literal(HNSW_EF_CONSTRUCTION),
-        concurrently=sql.SQL("CONCURRENTLY" if concurrently else ""),
-        name=sql.Identifier(embedding_index_name(table, model_id, dimension)),
-        table=sql.Identifier(table),
-        dim=sql.Literal(int(dimension)),
-        model=sql.Literal(model_id),
-    )
-
-
 def ensure_embedding_index(conn: psycopg.Connection, table: str, model_id: str, dimension: int) -> str:
     """A partial HNSW (cosine) index over one model's vectors of ``table``."""
-    conn.execute(_embedding_index_sql(table, model_id, dimension, concurrently=False))
+    conn.execute(embedding_index_sql(table, model_id, dimension, concurrently=False))
     return embedding_index_name(table, model_id, dimension)
 
 
@@ -293,7 +259,7 @@ def ensure_embedding_indexes_concurrently(
             if valid is False:
                 conn.execute(_drop_index_sql(name, concurrently=True))
             logger.info("building vector index concurrently", extra={"index": name, "table": table})
-            conn.execute(_embedding_index_sql(table, model_id, dimension, concurrently=True))
+            conn.execute(embedding_index_sql(table, model_id, dimension, concurrently=True))
             built.append(name)
     finally:
         conn.execute("RESET statement_timeout")
