@@ -288,14 +288,13 @@ def test_scope_sizes_are_reused_for_their_ttl_then_counted_again(corpus):
 
     counting = CountingConnection()
     small, big = SearchScope("t1", ("small",)), SearchScope("t1", ("big",))
-    cache = ScopeSizeCache(ttl_seconds=3600)
+    cache = ScopeSizeCache()
 
-    sizes = [cache.size(counting, s) for s in (small, small, big, small)]
+    sizes = [cache.size(counting, s, ttl_seconds=3600) for s in (small, small, big, small)]
 
     assert sizes == [scope_size(conn, small), scope_size(conn, small), scope_size(conn, big), scope_size(conn, small)]
     assert counting.statements == 2  # one per scope
-    cache.ttl_seconds = 0
-    assert cache.size(counting, small) == scope_size(conn, small) and counting.statements == 3
+    assert cache.size(counting, small, ttl_seconds=0) == scope_size(conn, small) and counting.statements == 3
 
 
 class SyntheticEmbedder:

@@ -25,13 +25,14 @@ def normalize_query(text: str) -> str:
 
 
 class QueryEmbeddingCache:
-    def __init__(self, ttl_minutes: int = 60, size: int = LRU_SIZE):
-        self.ttl_minutes = ttl_minutes
+    def __init__(self, size: int = LRU_SIZE):
         self.size = size
         self._lru: OrderedDict[tuple[str, str], Vector] = OrderedDict()
         self._lock = threading.Lock()  # the local API and worker share one process; Lambda does not need it
 
-    def vector(self, conn: psycopg.Connection, embedder: Embedder, text: str) -> Vector:
+    def vector(self, conn: psycopg.Connection, embedder: Embedder, text: str, *, ttl_minutes: int = 60) -> Vector:
+        """The query's vector: from this process's LRU, else the shared table (rows younger than ``ttl_minutes``),
+        else embedded and stored."""
         from pgvector import Vector
 
         key = (embedder.model_id, normalize_query(text))
@@ -42,7 +43,7 @@ class QueryEmbeddingCache:
         row = conn.execute(
             """SELECT embedding FROM query_embedding_cache
                WHERE model = %s AND query = %s AND created_at > now() - make_interval(mins => %s)""",
-            (key[0], key[1], self.ttl_minutes),
+            (key[0], key[1], ttl_minutes),
         ).fetchone()
         vector: Vector
         if row is not None:

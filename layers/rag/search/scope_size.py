@@ -74,23 +74,25 @@ def scope_size(conn: psycopg.Connection, scope: SearchScope, index_name: str | N
 
 
 class ScopeSizeCache:
-    """``scope_size`` remembered per scope for ``ttl_seconds`` in the warm process: no round trip per search.
+    """``scope_size`` remembered per scope (for the ``ttl_seconds`` a lookup allows) in the warm process: no round trip per search.
 
     The size only chooses between an exact sort and the HNSW index, and a scope grows
     slowly (an ingest adds one meeting's chunks), so a minute-old count chooses as well.
     """
 
-    def __init__(self, ttl_seconds: float = 60.0, max_entries: int = 1024):
-        self.ttl_seconds, self.max_entries = ttl_seconds, max_entries
+    def __init__(self, max_entries: int = 1024):
+        self.max_entries = max_entries
         self._sizes: dict[tuple[Any, ...], tuple[float, ScopeSize]] = {}
         self._lock = threading.Lock()
 
-    def size(self, conn: psycopg.Connection, scope: SearchScope, index_name: str | None = None) -> ScopeSize:
+    def size(
+        self, conn: psycopg.Connection, scope: SearchScope, index_name: str | None = None, *, ttl_seconds: float = 60.0
+    ) -> ScopeSize:
         key = (scope.tenant_id, scope.project_ids, scope.document_ids, index_name)
         now = time.monotonic()
         with self._lock:
             cached = self._sizes.get(key)
-        if cached is not None and now - cached[0] < self.ttl_seconds:
+        if cached is not None and now - cached[0] < ttl_seconds:
             return cached[1]
         found = scope_size(conn, scope, index_name)
         with self._lock:

@@ -49,9 +49,8 @@ def run_search(
 ) -> tuple[list[tuple[str, Hit]], float]:
     """(type, hit) pairs best first, and the time taken in ms; every search is logged."""
     started = time.perf_counter()
-    _cache.ttl_minutes = settings.query_cache_minutes
     text = search_text(request.query)
-    vector = None if request.mode == "keyword" else _cache.vector(conn, embedder, text)
+    vector = None if request.mode == "keyword" else _cache.vector(conn, embedder, text, ttl_minutes=settings.query_cache_minutes)
     scope = request.scope
     fusion = FusionWeights(
         settings.rrf_k, settings.rrf_semantic_weight, settings.rrf_keyword_weight, settings.fusion,
@@ -62,10 +61,10 @@ def run_search(
     candidates = max(request.top_k, settings.rerank_candidates) if reranker else request.top_k
     if settings.recency_half_life_days:
         candidates = max(candidates, 2 * request.top_k)  # room for a near-tie just below the cut
-    _scope_sizes.ttl_seconds = settings.scope_size_cache_seconds
     exact, ef_search = False, settings.hnsw_ef_search
     if request.mode != "keyword":
-        size = _scope_sizes.size(conn, scope, embedding_index_name("chunks", embedder.model_id, embedder.dimension))
+        index = embedding_index_name("chunks", embedder.model_id, embedder.dimension)
+        size = _scope_sizes.size(conn, scope, index, ttl_seconds=settings.scope_size_cache_seconds)
         exact = size.exact_is_faster(settings.exact_search_max_rows, settings.exact_search_max_share)
         ef_search = size.ef_search(settings.hnsw_ef_search, settings.hnsw_ef_search_rows, settings.hnsw_ef_search_max)
     hits_by_type = search_types(
