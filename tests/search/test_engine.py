@@ -346,3 +346,14 @@ def test_a_speaker_filter_is_folded_before_planning_and_served_by_its_index(corp
         assert "Bitmap Index Scan on chunks_speaker_keys_idx" in explained, mode
         assert """Index Cond: (speaker_keys && '{"sofia ruiz"}'::text[])""" in explained, mode
         assert "Seq Scan on chunks" not in explained, mode
+
+
+def test_a_scopes_filters_are_every_field_but_the_tenant():
+    from datetime import date
+
+    scope = SearchScope("t1", ("apollo",), date_from=date(2026, 3, 1), speakers=("Dana",), source_prefix="notes/")
+
+    assert scope.filters() == {
+        "project_ids": ["apollo"], "document_ids": [], "date_from": "2026-03-01", "date_to": None,
+        "speakers": ["Dana"], "source_prefix": "notes/",
+    }  # fmt: skip

@@ -38,7 +38,7 @@ other than ``SearchScope.tenant_id``, which the caller takes from the verified i
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import date
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -64,6 +64,16 @@ class SearchScope:
     date_to: date | None = None
     speakers: tuple[str, ...] = ()
     source_prefix: str | None = None
+
+    def filters(self) -> dict[str, Any]:
+        """Every field but the tenant, JSON-ready: what a search was narrowed to (the query log's ``filters``)."""
+        return {f.name: _json_ready(getattr(self, f.name)) for f in fields(self) if f.name != "tenant_id"}
+
+
+def _json_ready(value: Any) -> Any:
+    if isinstance(value, tuple):
+        return list(value)
+    return value.isoformat() if isinstance(value, date) else value
 
 
 FusionMethod = Literal["convex", "rrf"]

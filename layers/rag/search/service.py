@@ -88,14 +88,8 @@ def log_query(
     """Queue the search's row (``rag.search.query_log``); written now if nothing was for ``flush_seconds``."""
     similarities = [h.similarity for h in hits if h.similarity is not None]
     scope = request.scope
-    filters = {
-        "project_ids": list(scope.project_ids), "document_ids": list(scope.document_ids),
-        "date_from": scope.date_from.isoformat() if scope.date_from else None,
-        "date_to": scope.date_to.isoformat() if scope.date_to else None,
-        "speakers": list(scope.speakers), "source_prefix": scope.source_prefix,
-    }  # fmt: skip
     pending_log.add(
-        scope.tenant_id, request.query, request.mode, list(request.types), filters, len(hits),
+        scope.tenant_id, request.query, request.mode, list(request.types), scope.filters(), len(hits),
         max(similarities) if similarities else None,
         sum(similarities) / len(similarities) if similarities else None, took_ms,
     )  # fmt: skip
