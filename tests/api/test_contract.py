@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from .conftest import call
+from tests.api.conftest import call
 
 pytestmark = pytest.mark.slow
 

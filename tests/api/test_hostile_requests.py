@@ -9,8 +9,7 @@ import pytest
 
 from rag_local.api_server import http_api_event
 from rag_local.lambdas import LocalContext, load_handler_module
-
-from .conftest import call
+from tests.api.conftest import call
 
 DEPTH = 5_000  # far beyond Python's recursion limit (1,000)
 

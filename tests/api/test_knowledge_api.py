@@ -5,9 +5,8 @@ from __future__ import annotations
 import pytest
 
 from rag.knowledge import NAMES
-
-from .conftest import call
-from .test_contract import RESULT_FIELDS
+from tests.api.conftest import call
+from tests.api.test_contract import RESULT_FIELDS
 
 pytestmark = pytest.mark.slow
 

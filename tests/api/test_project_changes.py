@@ -11,9 +11,8 @@ import pytest
 
 from rag_local.api_server import http_api_event
 from rag_local.lambdas import LocalContext, load_handler_module
+from tests.api.conftest import call
 from tests.search.test_changes import office_project
-
-from .conftest import call
 
 pytestmark = pytest.mark.slow
 

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from .conftest import call
+from tests.api.conftest import call
 
 pytestmark = pytest.mark.slow
 

@@ -14,8 +14,7 @@ from rag.backfill.segment import SegmentStage
 from rag.errors import EmbeddingError
 from rag.store.backfill_queue import MAX_ATTEMPTS, count_remaining
 from rag.store.connection import connect
-
-from .conftest import ingest_file
+from tests.backfill.conftest import ingest_file
 
 
 class Crash(BaseException):

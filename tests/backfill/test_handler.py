@@ -6,8 +6,7 @@ import pytest
 
 from rag.backfill.errors import TransientError
 from rag_local.lambdas import LocalContext, load_handler_module
-
-from .conftest import RELEASE_PROCESS, ingest_file
+from tests.backfill.conftest import RELEASE_PROCESS, ingest_file
 
 
 @pytest.fixture

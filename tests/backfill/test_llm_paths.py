@@ -14,9 +14,8 @@ import pytest
 
 from rag.backfill.errors import TransientError
 from rag.backfill.stages import run_named_stage
+from tests.backfill.conftest import FIXTURES, SCANNER_SYNC, ingest_file
 from tests.embedding.fake_openai import FakeOpenAI, RawBody
-
-from .conftest import FIXTURES, SCANNER_SYNC, ingest_file
 
 RECORDED = FIXTURES / "llm"
 
@@ -180,7 +179,7 @@ def test_an_unavailable_llm_rolls_the_batch_back_for_a_retry(db, local_embedder,
 
 
 def test_llm_extraction_on_a_document_points_at_sentences(db, local_embedder, fake, llm_settings):
-    from .conftest import RELEASE_PROCESS
+    from tests.backfill.conftest import RELEASE_PROCESS
 
     doc = ingest_file(db, RELEASE_PROCESS, local_embedder, meeting_date=None)
     body = db.execute("SELECT body FROM documents WHERE id = %s", (doc,)).fetchone()[0]

@@ -157,8 +157,7 @@ def test_ami_role_labels_own_their_tasks_as_labelled():
 @pytest.mark.slow
 def test_stored_tasks_name_one_form_per_person_across_a_projects_meetings(db, local_embedder, settings):
     from rag.backfill.stages import run_named_stage
-
-    from .conftest import FIXTURES, ingest_file
+    from tests.backfill.conftest import FIXTURES, ingest_file
 
     def backfill():
         for stage in ("segment", "embed", "extract"):

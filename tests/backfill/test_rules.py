@@ -9,8 +9,7 @@ import pytest
 from rag.backfill.rules import classify, due_date, extract_by_rules
 from rag.backfill.units import Unit
 from rag.people import People
-
-from .measure_rules_precision import HELD_OUT, SAMPLE, measure, report
+from tests.backfill.measure_rules_precision import HELD_OUT, SAMPLE, measure, report
 
 TUESDAY = date(2026, 11, 10)
 

@@ -10,9 +10,8 @@ from rag.backfill.notes_layout import item_sections, title_kinds
 from rag.backfill.sections import StatedItems, section_items, task_owner
 from rag.backfill.units import Unit
 from rag.parsing import parse_document
-
-from . import test_llm_paths
-from .conftest import FIXTURES
+from tests.backfill import test_llm_paths
+from tests.backfill.conftest import FIXTURES
 
 DOCUMENTS = FIXTURES / "documents"
 # Fixtures of the LLM paths: the fake OpenAI server and settings pointing at it.
@@ -339,8 +338,7 @@ def test_the_rules_read_only_what_no_item_section_covers():
 @pytest.mark.slow
 def test_extract_stage_stores_the_items_of_markdown_notes_once_each(db, local_embedder, settings):
     from rag.backfill.stages import run_named_stage
-
-    from .conftest import ingest_file
+    from tests.backfill.conftest import ingest_file
 
     notes = DOCUMENTS / "lamp_launch_sync_2026-03-09.md"
     doc = ingest_file(db, notes, local_embedder, meeting_date=MONDAY)
@@ -409,8 +407,7 @@ def test_with_a_model_configured_the_listed_lines_are_items_and_the_model_reads_
     db, local_embedder, fake, llm_settings
 ):
     from rag.backfill.stages import run_named_stage
-
-    from .conftest import ingest_file
+    from tests.backfill.conftest import ingest_file
 
     doc = ingest_file(db, DOCUMENTS / "lamp_launch_sync_2026-03-09.md", local_embedder, meeting_date=MONDAY)
     nothing = {"decisions": [], "risks": [], "opportunities": [], "tasks": [], "changes": []}

@@ -8,8 +8,7 @@ import pytest
 from rag.backfill.stages import run_named_stage
 from rag.search.engine import SearchScope, search_type
 from rag.search.types import SEARCHABLE_TYPES
-
-from .conftest import BUDGET_REVIEW, SCANNER_SYNC, ingest_file
+from tests.backfill.conftest import BUDGET_REVIEW, SCANNER_SYNC, ingest_file
 
 pytestmark = pytest.mark.slow
 

@@ -7,8 +7,7 @@ from datetime import date
 import pytest
 
 from rag.backfill.stages import run_named_stage
-
-from .conftest import BUDGET_REVIEW, RELEASE_PROCESS, SCANNER_SYNC, ingest_file
+from tests.backfill.conftest import BUDGET_REVIEW, RELEASE_PROCESS, SCANNER_SYNC, ingest_file
 
 pytestmark = pytest.mark.slow
 

@@ -24,8 +24,7 @@ from rag_local.state_machine import (
     stage_handlers,
     synthesize_backfill_template,
 )
-
-from .conftest import BUDGET_REVIEW, RELEASE_PROCESS, SCANNER_SYNC, ingest_file
+from tests.backfill.conftest import BUDGET_REVIEW, RELEASE_PROCESS, SCANNER_SYNC, ingest_file
 
 STAGES = ("segment", "embed", "extract")
 FOLLOWING = {"segment": "embed?", "embed": "extract?", "extract": "Any stage failed?"}

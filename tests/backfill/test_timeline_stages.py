@@ -13,8 +13,7 @@ from pathlib import Path
 import pytest
 
 from rag.backfill.stages import run_named_stage
-
-from .conftest import FIXTURES, ingest_file
+from tests.backfill.conftest import FIXTURES, ingest_file
 
 pytestmark = pytest.mark.slow
 

@@ -10,8 +10,7 @@ from moto import mock_aws
 from rag.config import Settings
 from rag.embedding.openai import OpenAIEmbedder
 from rag.errors import EmbeddingError
-
-from .fake_openai import FakeOpenAI, vector_for
+from tests.embedding.fake_openai import FakeOpenAI, vector_for
 
 
 def embedder(fake: FakeOpenAI, monkeypatch, **overrides) -> OpenAIEmbedder:

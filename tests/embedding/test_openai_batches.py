@@ -7,8 +7,7 @@ import pytest
 from rag.config import Settings
 from rag.embedding import openai as openai_embedding
 from rag.embedding.openai import OpenAIEmbedder
-
-from .fake_openai import FakeOpenAI
+from tests.embedding.fake_openai import FakeOpenAI
 
 
 def embedder(fake: FakeOpenAI, monkeypatch: pytest.MonkeyPatch) -> OpenAIEmbedder:

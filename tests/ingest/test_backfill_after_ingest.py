@@ -16,8 +16,7 @@ from botocore.stub import Stubber
 
 from rag.backfill_trigger import execution_name, start_backfill
 from rag_local.lambdas import LocalContext, load_handler_module
-
-from .events import s3_notification, sqs_batch
+from tests.ingest.events import s3_notification, sqs_batch
 
 BUCKET = "rag-follow-bucket"
 KEY = "projects/apollo/2026-03-04-sync.txt"

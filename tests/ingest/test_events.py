@@ -13,8 +13,7 @@ from rag.events import (
     event_shape,
     location_from_key,
 )
-
-from .events import eventbridge, load, s3_notification, sqs_batch
+from tests.ingest.events import eventbridge, load, s3_notification, sqs_batch
 
 
 def test_documented_s3_put_notification_becomes_a_created_change():

@@ -17,8 +17,7 @@ import pytest
 from rag.errors import ContinueLater
 from rag.events import ObjectChange
 from rag.ingest import Ingestor
-
-from .s3_hooks import S3WithHook
+from tests.ingest.s3_hooks import S3WithHook
 
 pytestmark = pytest.mark.slow
 

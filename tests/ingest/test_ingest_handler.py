@@ -9,8 +9,7 @@ import boto3
 import pytest
 
 from rag_local.lambdas import LocalContext, load_handler_module
-
-from .events import eventbridge, load, s3_notification, sqs_batch
+from tests.ingest.events import eventbridge, load, s3_notification, sqs_batch
 
 BUCKET = "rag-test-bucket"
 KEY = "projects/acme/meetings/2026-11-02-battery.txt"

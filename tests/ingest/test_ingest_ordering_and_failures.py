@@ -13,8 +13,7 @@ import pytest
 
 from rag.events import ObjectChange
 from rag.ingest import Ingestor
-
-from .s3_hooks import S3WithHook
+from tests.ingest.s3_hooks import S3WithHook
 
 pytestmark = pytest.mark.slow
 
@@ -195,8 +194,7 @@ def test_a_stored_document_of_another_tenant_is_never_taken_over(s3, ingestor, d
 def test_text_no_database_can_store_ends_as_a_failed_document_through_the_queue(s3, db, local_embedder, content, expected_error):
     from rag.aws import _client
     from rag_local.lambdas import LocalContext, load_handler_module
-
-    from .events import s3_notification, sqs_batch
+    from tests.ingest.events import s3_notification, sqs_batch
 
     _client.cache_clear()  # boto3 clients must be created inside mock_aws
     key = "projects/ops/hostile.json"

@@ -13,8 +13,7 @@ from pathlib import Path
 import pytest
 
 from rag_local.lambdas import LocalContext, load_handler_module
-
-from .events import s3_notification, sqs_batch
+from tests.ingest.events import s3_notification, sqs_batch
 
 BUCKET = "rag-services-bucket"
 SERVICES = Path(__file__).resolve().parents[1] / "fixtures" / "services"

@@ -8,8 +8,7 @@ import pytest
 
 from rag_local.api_server import http_api_event
 from rag_local.lambdas import LocalContext, load_handler_module
-
-from .events import s3_notification, sqs_batch
+from tests.ingest.events import s3_notification, sqs_batch
 
 BUCKET = "rag-test-bucket"
 MEETINGS = {

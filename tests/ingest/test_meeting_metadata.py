@@ -17,9 +17,8 @@ from rag.events import ObjectChange
 from rag.ingest import Ingestor
 from rag.meeting_metadata import MeetingMetadata, described_key, from_object_metadata, from_sidecar, is_sidecar
 from rag_local.lambdas import LocalContext, load_handler_module
-
-from .events import s3_notification, sqs_batch
-from .s3_hooks import S3WithHook
+from tests.ingest.events import s3_notification, sqs_batch
+from tests.ingest.s3_hooks import S3WithHook
 
 BUCKET = "rag-meta-bucket"
 KEY = "tenants/globex/projects/apollo/meetings/weekly sync.txt"  # no date in the name

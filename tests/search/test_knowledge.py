@@ -13,8 +13,7 @@ from rag.search.engine import FusionWeights, SearchScope, search_type, search_ty
 from rag.search.fusion import merge_types
 from rag.search.types import SEARCHABLE_TYPES
 from rag.store.connection import connect
-
-from .knowledge_rows import GLOBEX_ITEMS, REMOTE_ITEMS, TABLES, insert_document, insert_items
+from tests.search.knowledge_rows import GLOBEX_ITEMS, REMOTE_ITEMS, TABLES, insert_document, insert_items
 
 pytestmark = pytest.mark.slow
 

@@ -9,8 +9,7 @@ from rag.search.engine import SearchScope, search_statement, search_type, set_se
 from rag.search.types import SEARCHABLE_TYPES
 from rag.store.connection import connect
 from rag.store.migrations import embedding_index_name, ensure_embedding_index
-
-from .knowledge_rows import insert_document
+from tests.search.knowledge_rows import insert_document
 
 MODEL, DIM = "test/synthetic-384", 384
 N_ROWS, TINY = 6000, 60  # project "tiny" holds 1% of the decisions
