@@ -90,7 +90,12 @@ class Ingest(Construct):
         )
         # A file too large for one invocation is continued by a new message on this queue (rag.queue_retry).
         self.queue.grant_send_messages(self.function)
-        # Read the documents (any version, either key form), nothing else of the bucket.
+        self._read_documents()
+        # Without ListBucket, S3 answers 403 (not 404) for a deleted key, and deletions would never apply.
+        self.function.add_to_role_policy(iam.PolicyStatement(actions=["s3:ListBucket"], resources=[self.bucket.bucket_arn]))
+
+    def _read_documents(self) -> None:
+        """Read the documents (any version, either key form), nothing else of the bucket."""
         self.function.add_to_role_policy(
             iam.PolicyStatement(
                 actions=["s3:GetObject", "s3:GetObjectVersion"],
@@ -106,5 +111,3 @@ class Ingest(Construct):
                 f"the documents are any objects under {prefix} (keys are data, the tenant and project are in them); "
                 "read-only, this bucket only",
             )
-        # Without ListBucket, S3 answers 403 (not 404) for a deleted key, and deletions would never apply.
-        self.function.add_to_role_policy(iam.PolicyStatement(actions=["s3:ListBucket"], resources=[self.bucket.bucket_arn]))
