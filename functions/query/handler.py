@@ -12,6 +12,7 @@ from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from rag.api.ask_metrics import take_answer_metrics
 from rag.api.routes import handle
 from rag.search.rerank import take_fallbacks
 from rag.tracing import lambda_tracer
@@ -31,11 +32,6 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
         metrics.add_metric(name="ServerErrors", unit="Count", value=1)
     if fallbacks := take_fallbacks():  # searches whose reranker failed and kept the fused order
         metrics.add_metric(name="RerankFallbacks", unit="Count", value=fallbacks)
-    if event.get("rawPath") == "/v1/ask" and response.get("statusCode") == 200:
-        import json
-
-        from rag.ask.answer import answer_metrics
-
-        for name, unit, value in answer_metrics(json.loads(response["body"])):
-            metrics.add_metric(name=name, unit=unit, value=value)
+    for name, unit, value in take_answer_metrics():  # the answers /v1/ask gave
+        metrics.add_metric(name=name, unit=unit, value=value)
     return response

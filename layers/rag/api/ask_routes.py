@@ -7,6 +7,7 @@ from typing import Any
 from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
+from rag.api.ask_metrics import record_answer
 from rag.api.error_responses import ApiError, error_response
 from rag.api.models.ask import AskRequest, AskResponse
 from rag.api.request_scope import request_conn, request_tenant
@@ -29,9 +30,11 @@ def ask(request: AskRequest) -> AskResponse:
         if get_project(conn, tenant, project_id) is None:
             raise ApiError(404, "not_found", f"project {project_id!r} not found")
     try:
-        return AskResponse(**answer(conn, settings, tenant, request, embedder=get_embedder(settings)))
+        reply = answer(conn, settings, tenant, request, embedder=get_embedder(settings))
     except AskTimeout as exc:
         raise ApiError(504, "timeout", f"{exc}; ask a narrower question or retry") from exc
+    record_answer(reply)
+    return AskResponse(**reply)
 
 
 @router.get("/v1/tools", summary="The tools of /v1/ask and /mcp in OpenAI and Anthropic function-calling form", tags=["ask"])

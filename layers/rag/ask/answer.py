@@ -136,22 +136,6 @@ def log_answer(conn: psycopg.Connection, tenant_id: str, question: str, project_
         )  # fmt: skip
 
 
-def answer_metrics(reply: dict[str, Any]) -> list[tuple[str, str, float]]:
-    """CloudWatch metrics of one answer: (name, unit, value)."""
-    metrics = [
-        ("AskInputTokens", "Count", reply["usage"]["input_tokens"]),
-        ("AskOutputTokens", "Count", reply["usage"]["output_tokens"]),
-        ("AskToolCalls", "Count", len(reply["tool_calls"])),
-        ("AskCitations", "Count", len(reply["citations"])),
-        ("AskLatency", "Milliseconds", reply["took_ms"]),
-    ]
-    if reply["mode"] == "extractive":
-        metrics.append(("AskExtractiveAnswers", "Count", 1))
-    if reply.get("degraded"):
-        metrics.append(("AskDegradedAnswers", "Count", 1))
-    return metrics
-
-
 def _model_answer(
     ctx: ToolContext,
     model: ChatModel,
