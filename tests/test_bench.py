@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import importlib
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -26,17 +28,22 @@ def test_every_script_is_checked():
     assert {p.name for p in SCRIPTS} >= {"query_latency.py", "peer_stores.py", "write_path.py", "retrieval_variants.py"}
 
 
-def import_peer_stores():
+def import_bench(name: str) -> Any:
+    """A script of bench/ as a module (bench/ is no package: its folder goes on the path while it loads)."""
     sys.path.insert(0, str(BENCH))
     try:
-        import peer_stores  # no peer is imported until a peer is set up: this runs in the project's venv
+        return importlib.import_module(name)  # a peer is imported only once it is set up: this runs in the venv
     finally:
         sys.path.remove(str(BENCH))
-    return peer_stores
+
+
+def labelled_projects(filename: str) -> list[Path]:
+    """The project folders of bench/projects and bench/heldout that hold ``filename``."""
+    return sorted(p for folder in (BENCH / "projects", BENCH / "heldout") for p in folder.iterdir() if (p / filename).is_file())
 
 
 def test_the_peers_table_scores_each_path_against_the_exact_ids_and_counts_short_answers():
-    peer_stores = import_peer_stores()
+    peer_stores = import_bench("peer_stores")
     exact = [list(range(10)), list(range(10, 20))]
     full = peer_stores.timing("full", lambda i, projects: exact[i])
     short = peer_stores.timing("short", lambda i, projects: exact[i][:3] + [99])
@@ -49,7 +56,7 @@ def test_the_peers_table_scores_each_path_against_the_exact_ids_and_counts_short
 
 
 def test_the_peers_are_also_timed_on_the_queries_where_every_path_returned_ten_rows():
-    peer_stores = import_peer_stores()
+    peer_stores = import_bench("peer_stores")
     exact = [list(range(k, k + 10)) for k in (0, 10, 20)]
     full = peer_stores.timing("full", lambda i, projects: exact[i])
     short_once = peer_stores.timing("short", lambda i, projects: exact[i][:4] if i == 1 else exact[i])
@@ -60,17 +67,8 @@ def test_the_peers_are_also_timed_on_the_queries_where_every_path_returned_ten_r
     assert [line.split()[1] for line in lines[3:]] == ["full", "short"] and len(lines[3].split()) == 4
 
 
-def import_knowledge_quality():
-    sys.path.insert(0, str(BENCH))
-    try:
-        import knowledge_quality
-    finally:
-        sys.path.remove(str(BENCH))
-    return knowledge_quality
-
-
 def test_knowledge_items_match_labels_of_their_kind_meeting_and_turns_and_later_mentions_count_for_nothing():
-    kq = import_knowledge_quality()
+    kq = import_bench("knowledge_quality")
     Place, Label, Extracted = kq.Place, kq.Label, kq.Extracted
     labels = [
         Label("D1", "decision", Place("a.txt", 3, 4), "q", updates=(Place("b.txt", 7, 7),)),
@@ -97,7 +95,7 @@ def test_knowledge_items_match_labels_of_their_kind_meeting_and_turns_and_later_
 
 
 def test_task_owner_due_and_status_are_scored_on_the_matched_tasks_against_their_state_after_all_meetings():
-    kq = import_knowledge_quality()
+    kq = import_bench("knowledge_quality")
     Place, Label, Extracted = kq.Place, kq.Label, kq.Extracted
     d = kq.date
     labels = [
@@ -122,7 +120,7 @@ def test_task_owner_due_and_status_are_scored_on_the_matched_tasks_against_their
 
 
 def test_a_superseded_decision_is_recognised_when_its_item_is_marked_and_any_link_points_to_its_successor():
-    kq = import_knowledge_quality()
+    kq = import_bench("knowledge_quality")
     Place, Label, Extracted = kq.Place, kq.Label, kq.Extracted
     labels = [
         Label("D1", "decision", Place("a.txt", 1, 1), "q", superseded_by="D4"),
@@ -146,7 +144,7 @@ def test_a_superseded_decision_is_recognised_when_its_item_is_marked_and_any_lin
 
 
 def test_markdown_items_are_placed_on_the_lines_their_characters_span():
-    kq = import_knowledge_quality()
+    kq = import_bench("knowledge_quality")
     body = "# Notes\n\n## Decisions\n\n- Price is $89.\n- Two colors.\n"
 
     assert kq.line_range(body, body.index("- Price"), body.index("- Two") - 1) == (5, 5)
@@ -157,9 +155,8 @@ def test_markdown_items_are_placed_on_the_lines_their_characters_span():
 def test_the_labelled_projects_quote_the_turns_and_lines_the_parsers_give():
     from rag.parsing import parse_document
 
-    kq = import_knowledge_quality()
-    sets = (BENCH / "projects", BENCH / "heldout")
-    projects = sorted(p for folder in sets for p in folder.iterdir() if (p / "labels.jsonl").is_file())
+    kq = import_bench("knowledge_quality")
+    projects = labelled_projects("labels.jsonl")
     assert len(projects) >= 6
     for project in projects:
         labels = kq.load_labels(project / "labels.jsonl")
@@ -173,7 +170,7 @@ def test_the_labelled_projects_quote_the_turns_and_lines_the_parsers_give():
 
 
 def test_a_label_quoting_words_its_place_does_not_hold_is_reported():
-    kq = import_knowledge_quality()
+    kq = import_bench("knowledge_quality")
     label = kq.parse_label(
         {"id": "T1", "kind": "task", "meeting": "a.txt", "turns": [1, 1], "quote": "by Friday", "owner": "Dana Kim",
          "due": "2026-02-06", "status": "done",
@@ -187,7 +184,7 @@ def test_a_label_quoting_words_its_place_does_not_hold_is_reported():
 
 
 def test_items_of_different_kinds_may_share_an_id_each_table_numbers_its_own_rows():
-    kq = import_knowledge_quality()
+    kq = import_bench("knowledge_quality")
     Place, Label, Extracted = kq.Place, kq.Label, kq.Extracted
     labels = [Label("D1", "decision", Place("a.txt", 1, 1), "q"), Label("T1", "task", Place("a.txt", 1, 1), "q")]
     extracted = [Extracted(1, "decision", Place("a.txt", 1, 1)), Extracted(1, "task", Place("a.txt", 1, 1))]
@@ -251,7 +248,7 @@ def test_the_oracle_model_answers_what_the_labels_say_of_the_lines_it_is_shown(t
 def test_projects_may_number_their_labels_alike(tmp_path):
     import json
 
-    kq = import_knowledge_quality()
+    kq = import_bench("knowledge_quality")
     labels = []
     for project in ("one", "two"):
         (tmp_path / project).mkdir()
@@ -269,17 +266,8 @@ def test_projects_may_number_their_labels_alike(tmp_path):
     assert figures["decision_precision"] == {"value": 1.0, "n": 4, "of": 4}
 
 
-def import_ask_quality():
-    sys.path.insert(0, str(BENCH))
-    try:
-        import ask_quality
-    finally:
-        sys.path.remove(str(BENCH))
-    return ask_quality
-
-
 def test_an_answer_is_right_when_it_holds_one_alternative_of_every_expected_phrase_case_and_spacing_ignored():
-    aq = import_ask_quality()
+    aq = import_bench("ask_quality")
     expect = [["Tom"], ["April 24", "24 April"]]
 
     assert aq.holds("TOM Becker: the packing list, by april  24.", expect)
@@ -291,7 +279,7 @@ def test_an_answer_is_right_when_it_holds_one_alternative_of_every_expected_phra
 def test_an_answer_cites_the_answer_when_one_citation_is_a_listed_meeting_and_nothing_found_is_told_apart():
     from rag.ask.extractive import NOT_FOUND
 
-    aq = import_ask_quality()
+    aq = import_bench("ask_quality")
     question = aq.Question("p", "When is the launch?", (("May 26",),), ("c.srt",))
     meeting_of = {"d-a": "a.txt", "d-c": "c.srt"}
 
@@ -308,9 +296,8 @@ def test_an_answer_cites_the_answer_when_one_citation_is_a_listed_meeting_and_no
 
 
 def test_the_question_files_name_meetings_that_hold_their_expected_phrases():
-    aq = import_ask_quality()
-    sets = (BENCH / "projects", BENCH / "heldout")
-    projects = sorted(p for folder in sets for p in folder.iterdir() if (p / "questions.jsonl").is_file())
+    aq = import_bench("ask_quality")
+    projects = labelled_projects("questions.jsonl")
 
     assert len(projects) >= 6
     for project in projects:
@@ -320,7 +307,7 @@ def test_the_question_files_name_meetings_that_hold_their_expected_phrases():
 
 
 def test_a_question_whose_meetings_do_not_hold_the_phrase_is_reported(tmp_path):
-    aq = import_ask_quality()
+    aq = import_bench("ask_quality")
     (tmp_path / "2026-01-01-m.txt").write_text("Ann: We launch on May 26.\nBen: Fine.\n")
     questions = [aq.Question(tmp_path.name, "When?", (("May 26",),), ("2026-01-01-m.txt",)),
                  aq.Question(tmp_path.name, "Where?", (("Lisbon",),), ("2026-01-01-m.txt",)),
