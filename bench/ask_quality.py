@@ -30,7 +30,10 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rag.ask.types import Answer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -96,21 +99,21 @@ def check_questions(folder: Path, questions: Sequence[Question]) -> list[str]:
     return wrong
 
 
-def grade(question: Question, reply: dict[str, Any], meeting_of: dict[str, str]) -> Graded:
+def grade(question: Question, reply: Answer, meeting_of: dict[str, str]) -> Graded:
     from rag.ask.extractive import NOT_FOUND
 
-    cited = tuple(meeting_of.get(str(c["document_id"]), "?") for c in reply["citations"])
+    cited = tuple(meeting_of.get(c.passage.document_id, "?") for c in reply.citations)
     return Graded(
-        question=question, answer=reply["answer"], cited=cited, right=holds(reply["answer"], question.expect),
-        cites_answer=any(m in question.meetings for m in cited), nothing_found=reply["answer"].startswith(NOT_FOUND),
+        question=question, answer=reply.text, cited=cited, right=holds(reply.text, question.expect),
+        cites_answer=any(m in question.meetings for m in cited), nothing_found=reply.text.startswith(NOT_FOUND),
     )  # fmt: skip
 
 
 def ask_all(folders: Sequence[Path], questions: Sequence[Question], batch_size: int) -> list[Graded]:
     """The projects into a new database, the offline backfill, then every question through ``ask``."""
     from common import bench_database
-    from rag.api.models.ask import AskRequest
     from rag.ask.answer import ask
+    from rag.ask.types import Question as Asked
     from rag.config import Settings
     from rag.embedding import get_embedder
     from rag.store.connection import connect
@@ -133,7 +136,7 @@ def ask_all(folders: Sequence[Path], questions: Sequence[Question], batch_size: 
             }
             graded = []
             for q in questions:
-                reply = ask(conn, settings, TENANT, AskRequest(question=q.question, project_ids=[q.project]), embedder=embedder)
+                reply = ask(conn, settings, TENANT, Asked(q.question, (q.project,)), embedder=embedder)
                 graded.append(grade(q, reply, meeting_of))
     return graded
 

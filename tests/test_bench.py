@@ -277,17 +277,21 @@ def test_an_answer_is_right_when_it_holds_one_alternative_of_every_expected_phra
 
 
 def test_an_answer_cites_the_answer_when_one_citation_is_a_listed_meeting_and_nothing_found_is_told_apart():
+    from rag.ask.citations import Passage
     from rag.ask.extractive import NOT_FOUND
+    from rag.ask.types import Answer, Cited
 
     aq = import_bench("ask_quality")
     question = aq.Question("p", "When is the launch?", (("May 26",),), ("c.srt",))
     meeting_of = {"d-a": "a.txt", "d-c": "c.srt"}
 
-    cited = aq.grade(
-        question, {"answer": "Launch on May 26 [2]", "citations": [{"document_id": "d-a"}, {"document_id": "d-c"}]}, meeting_of
-    )
-    stale = aq.grade(question, {"answer": "Launch on May 5 [1]", "citations": [{"document_id": "d-a"}]}, meeting_of)
-    empty = aq.grade(question, {"answer": NOT_FOUND, "citations": []}, meeting_of)
+    def answer(text: str, *documents: str) -> Answer:
+        citations = tuple(Cited(n, Passage("chunk", d, "s3://b/k", None, 0, 9)) for n, d in enumerate(documents, 1))
+        return Answer(text, "extractive", citations, ())
+
+    cited = aq.grade(question, answer("Launch on May 26 [2]", "d-a", "d-c"), meeting_of)
+    stale = aq.grade(question, answer("Launch on May 5 [1]", "d-a"), meeting_of)
+    empty = aq.grade(question, answer(NOT_FOUND), meeting_of)
 
     assert (cited.right, cited.cites_answer, cited.nothing_found, cited.cited) == (True, True, False, ("a.txt", "c.srt"))
     assert (stale.right, stale.cites_answer) == (False, False)

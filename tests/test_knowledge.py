@@ -50,8 +50,8 @@ def test_search_lists_exactly_the_registrys_kinds():
 
 def test_the_api_lists_exactly_the_registrys_kinds():
     from rag.api.models.ask import Citation
-    from rag.api.models.fields import ALL_TYPES, SearchType
     from rag.api.models.search import SearchRequest, SearchResult
+    from rag.validation import ALL_TYPES, SearchType
 
     assert get_args(SearchType) == ALL_TYPES == NAMES
     assert tuple(SearchRequest(query="q", types=["all"]).types) == NAMES

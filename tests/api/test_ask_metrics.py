@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 from rag.api.ask_metrics import record_answer, take_answer_metrics
+from rag.ask.citations import Passage
+from rag.ask.types import Answer, Cited, ToolCall, Usage
 
-REPLY = {
-    "usage": {"input_tokens": 200, "output_tokens": 100},
-    "tool_calls": [{"name": "search"}],
-    "citations": [{"n": 1}, {"n": 2}],
-    "took_ms": 812.5,
-    "mode": "extractive",
-    "degraded": "model_unavailable",
-}
+PASSAGE = Passage("chunk", "00000000-0000-0000-0000-000000000001", "s3://b/k", None, 0, 10)
+REPLY = Answer(
+    text="The battery is rechargeable [1][2].",
+    mode="extractive",
+    citations=(Cited(1, PASSAGE), Cited(2, PASSAGE)),
+    tool_calls=(ToolCall("search", {"query": "battery"}, 2),),
+    usage=Usage(200, 100),
+    took_ms=812.5,
+    degraded="model_unavailable",
+)
 
 
 def test_an_answers_metrics_are_taken_once():

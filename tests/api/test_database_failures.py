@@ -48,7 +48,7 @@ def test_with_the_database_down_a_route_answers_503_saying_to_retry(database_dow
     ],
 )
 def test_each_database_failure_has_its_status_and_an_actionable_message(exc, status, code):
-    from rag.api.errors import database_failure
+    from rag.store.failures import database_failure
 
     failure = database_failure(exc)
 

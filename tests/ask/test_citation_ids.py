@@ -35,13 +35,13 @@ def test_a_citation_id_is_the_same_in_another_process():
 
 
 def test_a_tool_result_cites_with_the_local_number_and_the_id_and_the_answer_records_carry_the_id():
-    from rag.ask.citations import Citations, citation_records
+    from rag.ask.citations import Citations, cited
 
     citations = Citations()
     first, again, other = (citations.cite(p) for p in (passage(), passage(), passage(start=0)))
     assert first == again == {"cite_as": "[1]", "citation_id": "6208ff1a"}
     assert other["cite_as"] == "[2]" and other["citation_id"] != first["citation_id"]
-    assert [(r["n"], r["id"]) for r in citation_records(citations, [2, 1])] == [(1, "6208ff1a"), (2, other["citation_id"])]
+    assert [(c.n, c.record()["id"]) for c in cited(citations, [2, 1])] == [(1, "6208ff1a"), (2, other["citation_id"])]
 
 
 def test_two_mcp_calls_give_an_overlapping_passage_the_same_id_and_different_passages_different_ids(local_api, corpus):

@@ -34,8 +34,8 @@ class SlowModel:
 
 
 def test_past_the_requests_time_limit_ask_raises_and_model_calls_get_only_the_time_left():
-    from rag.api.models.ask import AskRequest
     from rag.ask.answer import AskTimeout, ask
+    from rag.ask.types import Question
     from rag.config import Settings
 
     settings = Settings(ask_timeout_seconds=20, ask_model_timeout_seconds=12)
@@ -43,7 +43,7 @@ def test_past_the_requests_time_limit_ask_raises_and_model_calls_get_only_the_ti
     model = SlowModel(clock, 30)
 
     with pytest.raises(AskTimeout, match="no answer within 20 s"):
-        ask(None, settings, "acme", AskRequest(question="battery?"), model=model, clock=clock)
+        ask(None, settings, "acme", Question("battery?"), model=model, clock=clock)
     assert model.timeouts == [12]  # min(model limit, time left minus the extractive reserve of 4 s) = min(12, 16)
 
 
@@ -63,9 +63,9 @@ def test_bedrock_converse_tool_calls_are_run_and_cited(corpus, database_url, loc
     import boto3
     from botocore.stub import ANY, Stubber
 
-    from rag.api.models.ask import AskRequest
     from rag.ask.answer import ask
     from rag.ask.providers import BedrockChat
+    from rag.ask.types import Question, ToolCall, Usage
     from rag.config import Settings
     from rag.store.connection import connect
 
@@ -89,18 +89,16 @@ def test_bedrock_converse_tool_calls_are_run_and_cited(corpus, database_url, loc
          "metrics": {"latencyMs": 10}},
         {"modelId": "anthropic.claude-test", "system": ANY, "inferenceConfig": ANY, "messages": ANY, "toolConfig": ANY},
     )  # fmt: skip
-    request = AskRequest(question="What did we decide about the battery?", project_ids=["remote"])
+    request = Question("What did we decide about the battery?", ("remote",))
 
     with stub, connect(database_url) as conn:
         reply = ask(conn, settings, "acme", request, model=BedrockChat(settings, client=client), embedder=local_embedder)
         stub.assert_no_pending_responses()
 
-    assert reply["mode"] == "llm" and reply["answer"] == "Rechargeable with USB-C [1]."
-    assert reply["usage"] == {"input_tokens": 1020, "output_tokens": 42}
-    assert [c["n"] for c in reply["citations"]] == [1]
-    assert reply["tool_calls"] == [
-        {"name": "search", "arguments": {"query": "battery decision", "top_k": 2}, "result_count": 2, "error": None}
-    ]
+    assert reply.mode == "llm" and reply.text == "Rechargeable with USB-C [1]."
+    assert reply.usage == Usage(input_tokens=1020, output_tokens=42)
+    assert [c.n for c in reply.citations] == [1]
+    assert reply.tool_calls == (ToolCall("search", {"query": "battery decision", "top_k": 2}, result_count=2, error=None),)
 
 
 def test_converse_messages_carry_tool_use_and_results_in_bedrocks_shape():
@@ -130,14 +128,14 @@ def test_converse_messages_carry_tool_use_and_results_in_bedrocks_shape():
 
 def ask_bedrock(client, database_url, local_embedder) -> dict:
     """``ask`` about the battery in project remote, with Bedrock Converse through ``client``."""
-    from rag.api.models.ask import AskRequest
     from rag.ask.answer import ask
     from rag.ask.providers import BedrockChat
+    from rag.ask.types import Question
     from rag.config import Settings
     from rag.store.connection import connect
 
     settings = Settings(llm_provider="bedrock", bedrock_chat_model="anthropic.claude-test")
-    request = AskRequest(question="What did we decide about the battery?", project_ids=["remote"])
+    request = Question("What did we decide about the battery?", ("remote",))
     with connect(database_url) as conn:
         return ask(conn, settings, "acme", request, model=BedrockChat(settings, client=client), embedder=local_embedder)
 
@@ -169,8 +167,8 @@ def test_a_converse_reply_without_a_usable_answer_degrades_to_an_extractive_answ
         answer = ask_bedrock(client, database_url, local_embedder)
         stub.assert_no_pending_responses()
 
-    assert (answer["mode"], answer["degraded"]) == ("extractive", "malformed_model_output")
-    assert answer["answer"].startswith("The most relevant passages:") and len(answer["citations"]) == 3
+    assert (answer.mode, answer.degraded) == ("extractive", "malformed_model_output")
+    assert answer.text.startswith("The most relevant passages:") and len(answer.citations) == 3
 
 
 @pytest.mark.parametrize(
@@ -188,8 +186,8 @@ def test_a_converse_error_degrades_to_an_extractive_answer(corpus, database_url,
     with stub:
         answer = ask_bedrock(client, database_url, local_embedder)
 
-    assert (answer["mode"], answer["degraded"]) == ("extractive", "model_unavailable")
-    assert len(answer["citations"]) == 3
+    assert (answer.mode, answer.degraded) == ("extractive", "model_unavailable")
+    assert len(answer.citations) == 3
 
 
 @pytest.fixture
@@ -246,6 +244,6 @@ def test_a_200_body_that_is_not_a_converse_response_degrades(corpus, database_ur
 
     answer = ask_bedrock(client, database_url, local_embedder)
 
-    assert (answer["mode"], answer["degraded"]) == ("extractive", "malformed_model_output")
-    assert answer["answer"].startswith("The most relevant passages:") and len(answer["citations"]) == 3
+    assert (answer.mode, answer.degraded) == ("extractive", "malformed_model_output")
+    assert answer.text.startswith("The most relevant passages:") and len(answer.citations) == 3
     assert not replies  # the model was called once

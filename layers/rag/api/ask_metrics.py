@@ -7,30 +7,32 @@ fallbacks (``rag.search.rerank.take_fallbacks``), instead of parsing its own res
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rag.ask.types import Answer
 
 _lock = threading.Lock()
 _pending: list[tuple[str, str, float]] = []
 
 
-def answer_metrics(reply: Mapping[str, Any]) -> list[tuple[str, str, float]]:
+def answer_metrics(reply: Answer) -> list[tuple[str, str, float]]:
     """CloudWatch metrics of one answer: (name, unit, value)."""
-    metrics = [
-        ("AskInputTokens", "Count", reply["usage"]["input_tokens"]),
-        ("AskOutputTokens", "Count", reply["usage"]["output_tokens"]),
-        ("AskToolCalls", "Count", len(reply["tool_calls"])),
-        ("AskCitations", "Count", len(reply["citations"])),
-        ("AskLatency", "Milliseconds", reply["took_ms"]),
+    metrics: list[tuple[str, str, float]] = [
+        ("AskInputTokens", "Count", reply.usage.input_tokens),
+        ("AskOutputTokens", "Count", reply.usage.output_tokens),
+        ("AskToolCalls", "Count", len(reply.tool_calls)),
+        ("AskCitations", "Count", len(reply.citations)),
+        ("AskLatency", "Milliseconds", reply.took_ms),
     ]
-    if reply["mode"] == "extractive":
+    if reply.mode == "extractive":
         metrics.append(("AskExtractiveAnswers", "Count", 1))
-    if reply.get("degraded"):
+    if reply.degraded:
         metrics.append(("AskDegradedAnswers", "Count", 1))
     return metrics
 
 
-def record_answer(reply: Mapping[str, Any]) -> None:
+def record_answer(reply: Answer) -> None:
     """Keep one answer's metrics until the handler takes them."""
     with _lock:
         _pending.extend(answer_metrics(reply))

@@ -30,11 +30,11 @@ def ask(request: AskRequest) -> AskResponse:
         if get_project(conn, tenant, project_id) is None:
             raise ApiError(404, "not_found", f"project {project_id!r} not found")
     try:
-        reply = answer(conn, settings, tenant, request, embedder=get_embedder(settings))
+        reply = answer(conn, settings, tenant, request.question_asked(), embedder=get_embedder(settings))
     except AskTimeout as exc:
         raise ApiError(504, "timeout", f"{exc}; ask a narrower question or retry") from exc
     record_answer(reply)
-    return AskResponse(**reply)
+    return AskResponse.of(reply)
 
 
 @router.get("/v1/tools", summary="The tools of /v1/ask and /mcp in OpenAI and Anthropic function-calling form", tags=["ask"])

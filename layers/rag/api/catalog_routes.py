@@ -22,9 +22,9 @@ from rag.api.models.catalog import (
     Task,
     TaskList,
 )
-from rag.api.models.fields import PROJECT_PATTERN, TaskStatus
 from rag.api.models.search import Source
 from rag.api.request_scope import request_conn, request_tenant
+from rag.validation import PROJECT_PATTERN, TaskStatus
 
 router = APIGatewayHttpRouter()  # type: ignore[no-untyped-call]  # Powertools leaves Router.__init__ unannotated
 

@@ -1,7 +1,7 @@
-"""The query API's resolver (Powertools APIGatewayHttpResolver, HTTP API payload v2) and its search routes.
+"""The query API's resolver (Powertools APIGatewayHttpResolver, HTTP API payload v2).
 
-The catalog routes (``rag.api.catalog_routes``) and the ask routes (``rag.api.ask_routes``) are routers
-included here; ``handle`` is the query function's entry point.
+The search routes (``rag.api.search_routes``), the catalog routes (``rag.api.catalog_routes``) and the ask
+routes (``rag.api.ask_routes``) are routers included here; ``handle`` is the query function's entry point.
 
 Validation comes from the pydantic models; every error leaves as
 ``{"error": {"code", "message"}}`` with 400/401/404/422 (never a 500 for bad input).
@@ -22,18 +22,10 @@ from rag.api.ask_routes import router as ask_router
 from rag.api.body_checks import body_problem
 from rag.api.catalog_routes import router as catalog_router
 from rag.api.error_responses import ApiError, error_response, gateway_error
-from rag.api.errors import database_failure
 from rag.api.identity import Unauthenticated
-from rag.api.models.search import (
-    ContextRequest,
-    ContextResponse,
-    SearchRequest,
-    SearchResponse,
-    SearchResult,
-    search_result,
-)
-from rag.api.request_scope import request_conn, request_scope, request_tenant
-from rag.config import get_settings
+from rag.api.request_scope import request_scope, request_tenant
+from rag.api.search_routes import router as search_router
+from rag.store.failures import database_failure
 
 API_TITLE = "Meeting RAG query API"
 API_VERSION = "1.0.0"
@@ -79,46 +71,8 @@ def _database_failed(exc: psycopg.OperationalError) -> Response[str]:
     return error_response(failure.status, failure.code, failure.message)
 
 
-def _search(request: SearchRequest) -> tuple[list[SearchResult], float]:
-    from rag.embedding import get_embedder
-    from rag.search.service import run_search
-
-    settings = get_settings()
-    ranked, took_ms = run_search(
-        request_conn(), get_embedder(settings), settings, request.search_query(request_tenant(app.current_event.raw_event))
-    )
-    return [search_result(type_name, hit) for type_name, hit in ranked], took_ms
-
-
-@app.post("/v1/search", summary="Semantic, keyword or hybrid search", tags=["search"])
-def search(request: SearchRequest) -> SearchResponse:
-    results, took_ms = _search(request)
-    return SearchResponse(results=results, took_ms=round(took_ms, 2))
-
-
-@app.post("/v1/context", summary="An LLM-ready context with numbered citations", tags=["search"])
-def context(request: ContextRequest) -> ContextResponse:
-    from rag.embedding.tokens import count_cl100k
-    from rag.search.context import build_context
-
-    results, took_ms = _search(request)
-    text, passages = build_context(results, request.max_tokens, count_cl100k)
-    cited = [
-        p.result.model_copy(
-            update={
-                "content": p.text,
-                "start_char": p.start_char,
-                "end_char": p.end_char,
-                "start_turn": p.start_turn,
-                "end_turn": p.end_turn,
-            }
-        )  # fmt: skip
-        for p in passages
-    ]
-    return ContextResponse(context=text, results=cited, took_ms=round(took_ms, 2))
-
-
 # Registered in this order (the OpenAPI document's): search, catalog, ask, meta.
+app.include_router(search_router)
 app.include_router(catalog_router)
 app.include_router(ask_router)
 

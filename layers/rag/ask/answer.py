@@ -18,21 +18,22 @@ import json
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import asdict
 from datetime import UTC, date, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
-from rag.ask.citations import Citations, citation_records, keep_known_citations
+from rag.ask.citations import Citations, cited, keep_known_citations
 from rag.ask.extractive import NOT_FOUND, extractive_answer
 from rag.ask.providers import ChatModel, MalformedOutput, ModelFailure, ModelTimeout, ModelTurn, chat_model
 from rag.ask.redact import keep, redact
 from rag.ask.tool_context import ToolContext, ToolResult
 from rag.ask.tools import TOOLS
+from rag.ask.types import Answer, Question, ToolCall, Usage
 from rag.store.connection import pipelined_transaction
 
 if TYPE_CHECKING:
     import psycopg
 
-    from rag.api.models.ask import AskRequest
     from rag.config import Settings
     from rag.embedding.base import Embedder
 
@@ -70,25 +71,26 @@ def ask(
     conn: psycopg.Connection,
     settings: Settings,
     tenant_id: str,
-    request: AskRequest,
+    question: Question,
     *,
     model: ChatModel | None = None,
     embedder: Embedder | None = None,
     clock: Callable[[], float] = time.monotonic,
-) -> dict[str, Any]:
-    """The ``AskResponse`` fields for ``request`` by ``tenant_id`` (also written to ``ask_log``)."""
+) -> Answer:
+    """The cited answer to ``question`` by ``tenant_id`` (also written to the query log)."""
     started = clock()
     deadline = started + settings.ask_timeout_seconds
     mask = redact if settings.ask_redact_pii else keep
-    ctx = ToolContext(conn, settings, tenant_id, tuple(request.project_ids), redact=mask, _embedder=embedder)
+    ctx = ToolContext(conn, settings, tenant_id, question.project_ids, redact=mask, _embedder=embedder)
     model = model if model is not None else chat_model(settings)
-    records: list[dict[str, Any]] = []
-    usage = {"input_tokens": 0, "output_tokens": 0}
+    records: list[ToolCall] = []
+    usage = Usage()
     answer: str | None = None
-    mode, degraded = "extractive", None
+    mode: Literal["llm", "extractive"] = "extractive"
+    degraded = None
     if model is not None:
         try:
-            answer = _model_answer(ctx, model, request, records, usage, deadline - EXTRACTIVE_RESERVE_SECONDS, clock)
+            answer = _model_answer(ctx, model, question, records, usage, deadline - EXTRACTIVE_RESERVE_SECONDS, clock)
             mode = "llm"
         except ModelFailure as exc:
             logger.warning("ask: %s, answering extractively: %s", exc.kind, exc)
@@ -97,17 +99,17 @@ def ask(
     if answer is None:
         if clock() > deadline:
             raise AskTimeout(f"no answer within {settings.ask_timeout_seconds:.0f} s")
-        answer, _ = _listing(ctx, request.question) or extractive_answer(ctx, request.question)
-    elif not any(r["result_count"] for r in records):
+        answer, _ = _listing(ctx, question.text) or extractive_answer(ctx, question.text)
+    elif not any(r.result_count for r in records):
         answer = NOT_FOUND  # the model found nothing to stand on: whatever it wrote would be a guess
     if clock() > deadline:
         raise AskTimeout(f"no answer within {settings.ask_timeout_seconds:.0f} s")
     answer, numbers = keep_known_citations(mask(answer), ctx.citations)
-    reply = {
-        "answer": answer.strip(), "mode": mode, "citations": citation_records(ctx.citations, numbers),
-        "tool_calls": records, "usage": usage, "took_ms": round((clock() - started) * 1000, 2), "degraded": degraded,
-    }  # fmt: skip
-    log_answer(conn, tenant_id, mask(request.question), request.project_ids, reply)
+    reply = Answer(
+        answer.strip(), mode, cited(ctx.citations, numbers), tuple(records), usage,
+        round((clock() - started) * 1000, 2), degraded,
+    )  # fmt: skip
+    log_answer(conn, tenant_id, mask(question.text), question.project_ids, reply)
     return reply
 
 
@@ -120,7 +122,7 @@ def _listing(ctx: ToolContext, question: str) -> tuple[str, int] | None:
     return listing_answer(ctx, question, datetime.now(UTC).date())
 
 
-def log_answer(conn: psycopg.Connection, tenant_id: str, question: str, project_ids: list[str], reply: dict[str, Any]) -> None:
+def log_answer(conn: psycopg.Connection, tenant_id: str, question: str, project_ids: tuple[str, ...], reply: Answer) -> None:
     """The question and answer in ``query_log`` (mode ``ask``), with citations, tool calls and tokens (sql/0008)."""
     with pipelined_transaction(conn):
         conn.execute("SELECT set_config('synchronous_commit', 'off', true)")  # as the search log: no WAL flush wait
@@ -129,9 +131,10 @@ def log_answer(conn: psycopg.Connection, tenant_id: str, question: str, project_
                                       answer_mode, citations, tool_calls, input_tokens, output_tokens)
                VALUES (%s, %s, 'ask', '{}', %s, %s, %s, %s, %s, %s, %s, %s, %s)""",
             (
-                tenant_id, question, json.dumps({"project_ids": project_ids}), len(reply["citations"]), reply["took_ms"],
-                reply["answer"], reply["mode"], json.dumps(reply["citations"], default=str),
-                json.dumps(reply["tool_calls"], default=str), reply["usage"]["input_tokens"], reply["usage"]["output_tokens"],
+                tenant_id, question, json.dumps({"project_ids": list(project_ids)}), len(reply.citations), reply.took_ms,
+                reply.text, reply.mode, json.dumps([c.record() for c in reply.citations], default=str),
+                json.dumps([asdict(call) for call in reply.tool_calls], default=str), reply.usage.input_tokens,
+                reply.usage.output_tokens,
             ),
         )  # fmt: skip
 
@@ -139,16 +142,16 @@ def log_answer(conn: psycopg.Connection, tenant_id: str, question: str, project_
 def _model_answer(
     ctx: ToolContext,
     model: ChatModel,
-    request: AskRequest,
-    records: list[dict[str, Any]],
-    usage: dict[str, int],
+    question: Question,
+    records: list[ToolCall],
+    usage: Usage,
     deadline: float,
     clock: Callable[[], float],
 ) -> str:
     """The model's final text after at most ``max_tool_calls`` tool calls; raises ``ModelFailure``."""
-    messages: list[dict[str, Any]] = [{"role": m.role, "content": ctx.redact(m.content)} for m in request.history]
-    messages.append({"role": "user", "content": ctx.redact(request.question)})
-    calls_left = request.max_tool_calls
+    messages: list[dict[str, Any]] = [{"role": m.role, "content": ctx.redact(m.content)} for m in question.history]
+    messages.append({"role": "user", "content": ctx.redact(question.text)})
+    calls_left = question.max_tool_calls
     tools = list(TOOLS.values())
     system = system_prompt(datetime.now(UTC).date())
     while True:
@@ -158,14 +161,14 @@ def _model_answer(
         turn: ModelTurn = model.complete(
             system, messages, tools, timeout=min(ctx.settings.ask_model_timeout_seconds, remaining), allow_tools=calls_left > 0
         )
-        usage["input_tokens"] += turn.input_tokens
-        usage["output_tokens"] += turn.output_tokens
+        usage.input_tokens += turn.input_tokens
+        usage.output_tokens += turn.output_tokens
         if not turn.tool_calls:
             if not turn.content.strip():
                 raise MalformedOutput(f"{model.name} returned neither an answer nor a tool call")
             return turn.content
         if calls_left <= 0:
-            raise MalformedOutput(f"{model.name} kept calling tools after its {request.max_tool_calls} calls")
+            raise MalformedOutput(f"{model.name} kept calling tools after its {question.max_tool_calls} calls")
         messages.append({"role": "assistant", "content": turn.content, "tool_calls": turn.tool_calls})
         for call in turn.tool_calls:
             tool = TOOLS.get(call.name)
@@ -180,9 +183,7 @@ def _model_answer(
             if calls_left > 0:
                 result = tool.call(ctx, arguments)
                 calls_left -= 1
-                records.append(
-                    {"name": call.name, "arguments": arguments, "result_count": result.count, "error": result.data.get("error")}
-                )
+                records.append(ToolCall(call.name, arguments, result.count, result.data.get("error")))
             else:
                 result = ToolResult({"error": "no tool calls left: answer with what you have"}, 0)
             messages.append({"role": "tool", "tool_call_id": call.id, "name": call.name, "content": result.text()})

@@ -17,7 +17,10 @@ import hashlib
 import re
 from dataclasses import dataclass, field
 from datetime import date
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rag.ask.types import Cited
 
 CITATION_ID_CHARS = 8  # 32 bits: two passages of one conversation colliding is about one in 10^5 at 300 passages
 _MARKER = re.compile(r"\s?\[(\d{1,4})\]")
@@ -87,20 +90,8 @@ def keep_known_citations(answer: str, citations: Citations) -> tuple[str, list[i
     return cleaned, cited_numbers(cleaned)
 
 
-def citation_records(citations: Citations, numbers: list[int]) -> list[dict[str, Any]]:
-    """The response's ``citations``: one record per cited number, in numeric order."""
-    records = []
-    for n in sorted(numbers):
-        passage = citations.get(n)
-        if passage is None:
-            continue
-        records.append(
-            {
-                "n": n, "id": passage.citation_id(), "type": passage.type, "document_id": passage.document_id,
-                "source": {"uri": passage.source_uri, "title": passage.title},
-                "start_turn": passage.start_turn, "end_turn": passage.end_turn,
-                "start_char": passage.start_char, "end_char": passage.end_char,
-                "speakers": list(passage.speakers), "meeting_date": passage.meeting_date,
-            }
-        )  # fmt: skip
-    return records
+def cited(citations: Citations, numbers: list[int]) -> tuple[Cited, ...]:
+    """The answer's citations: one per cited number, in numeric order."""
+    from rag.ask.types import Cited
+
+    return tuple(Cited(n, passage) for n in sorted(numbers) if (passage := citations.get(n)) is not None)

@@ -15,13 +15,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from rag.api.models.fields import MAX_QUERY_CHARS
 from rag.ask.citations import Passage
 from rag.ask.search_tools import search_hits
 from rag.ask.sentences import sentence_spans
 from rag.ask.tool_context import ToolContext
 from rag.ask.tool_passages import hit_passage, item_passage
 from rag.knowledge import KINDS
+from rag.validation import MAX_QUERY_CHARS
 
 if TYPE_CHECKING:
     from rag.search.engine import Hit

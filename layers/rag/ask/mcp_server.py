@@ -48,8 +48,8 @@ def build_server(context: Callable[[], AbstractContextManager[ToolContext]]) -> 
     import psycopg
     from mcp.server import Server
 
-    from rag.api.errors import database_failure
     from rag.ask.standing import time_rule
+    from rag.store.failures import database_failure
 
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
         return types.ListToolsResult(

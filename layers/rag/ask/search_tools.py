@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from rag.api.models.search import SearchRequest, search_result
 from rag.ask.standing import current_first, standings
 from rag.ask.tool_args import ContextArgs, SearchArgs
 from rag.ask.tool_context import ToolContext, ToolResult
@@ -20,11 +19,12 @@ def search_hits(
 ) -> list[tuple[str, Hit]]:
     """Hybrid search within the narrowed scope (logged like any search), the hits that are evidence only (``rag.ask.evidence``)."""
     from rag.ask.evidence import evidence
+    from rag.search.engine import SearchScope
     from rag.search.query_text import search_text
-    from rag.search.service import run_search
+    from rag.search.service import SearchQuery, run_search
 
-    request = SearchRequest(query=query, types=types, project_ids=list(project_ids), top_k=top_k, mode="hybrid")
-    ranked, _ = run_search(ctx.conn, ctx.embedder, ctx.settings, request.search_query(ctx.tenant_id))
+    scope = SearchScope(tenant_id=ctx.tenant_id, project_ids=project_ids)
+    ranked, _ = run_search(ctx.conn, ctx.embedder, ctx.settings, SearchQuery(query, scope, tuple(types), "hybrid", top_k))
     words = search_text(query) or query
     return current_first(evidence(ctx.conn, ctx.tenant_id, project_ids, words, ranked, ctx.settings.ask_min_evidence))
 
@@ -66,23 +66,23 @@ def run_context_tool(ctx: ToolContext, args: ContextArgs) -> ToolResult:
     from rag.search.context import build_context
 
     hits = search_hits(ctx, args.query, list(args.types), ctx.narrow(args.project_ids), args.top_k)
-    results = [
-        search_result(type_name, replace(hit, metadata=_standing_shown(hit.metadata, state)) if state else hit)
+    shown = [
+        (type_name, replace(hit, metadata=_standing_shown(hit.metadata, state)) if state else hit)
         for (type_name, hit), state in zip(hits, standings(ctx.conn, ctx.tenant_id, hits))
     ]
-    passages = {id(result): hit_passage(type_name, hit) for result, (type_name, hit) in zip(results, hits)}
+    passages = {id(hit): hit_passage(type_name, hit) for type_name, hit in shown}
 
     ids: dict[str, str] = {}
 
     def number(merged: Any) -> int:  # a merged passage spans its own range: that range is what is cited
         span = {"start_char": merged.start_char, "end_char": merged.end_char,
                 "start_turn": merged.start_turn, "end_turn": merged.end_turn}  # fmt: skip
-        passage = replace(passages[id(merged.result)], **span)
+        passage = replace(passages[id(merged.hit)], **span)
         n = ctx.citations.add(passage)
         ids[f"[{n}]"] = passage.citation_id()
         return n
 
-    text, cited = build_context(results, args.max_tokens, count_cl100k, number=number)
+    text, cited = build_context(shown, args.max_tokens, count_cl100k, number=number)
     if not cited:
         return ToolResult({"quoted_context": "", "note": "nothing relevant found in the meetings and documents"}, 0)
     return ToolResult({"quoted_context": ctx.redact(text), "passages": len(cited), "citation_ids": ids}, len(cited))

@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 from datetime import date
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
-from rag.api.models.fields import MAX_QUERY_CHARS, PROJECT_PATTERN, SearchType, valid_project_ids
 from rag.knowledge import NAMES, labelled_names
+from rag.validation import (
+    MAX_QUERY_CHARS,
+    PROJECT_PATTERN,
+    SearchType,
+    expand_types,
+    non_blank,
+    valid_project_ids,
+    valid_unicode,
+)
 
 
 class ToolArgs(BaseModel):
@@ -19,13 +27,25 @@ TypeChoice = SearchType | Literal["all"]
 
 
 class SearchArgs(ToolArgs):
-    query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS, description="what to look for, in natural language")
+    query: Annotated[str, BeforeValidator(valid_unicode)] = Field(
+        min_length=1, max_length=MAX_QUERY_CHARS, description="what to look for, in natural language"
+    )
     types: list[TypeChoice] = Field(
         default_factory=lambda: ["chunk"], min_length=1, max_length=len(NAMES) + 1,
         description=f"{labelled_names()}; all: every type in one ranked list",
     )  # fmt: skip
     project_ids: list[str] = Field(default_factory=list, max_length=20, description="only these projects (optional)")
     top_k: int = Field(default=6, ge=1, le=20, description="how many results")
+
+    @field_validator("query")
+    @classmethod
+    def _query(cls, value: str) -> str:
+        return non_blank(value, "query")
+
+    @field_validator("types")
+    @classmethod
+    def _types(cls, values: list[str]) -> list[str]:
+        return expand_types(values)
 
     @field_validator("project_ids")
     @classmethod

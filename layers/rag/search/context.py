@@ -11,14 +11,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
 
+from rag.search.engine import Hit
 from rag.search.types import SEARCHABLE_TYPES
 
 
 @dataclass(frozen=True)
 class Passage:
-    result: Any  # the first (best) result of the merged group; carries id, source, ...
+    """One cited span: the first (best) hit of its merged group, and the span the group covers."""
+
+    type: str  # the searched type of ``hit`` (chunk, segment, decision, ...)
+    hit: Hit
     text: str
     start_char: int
     end_char: int
@@ -26,44 +29,35 @@ class Passage:
     end_turn: int | None
 
 
-def merge_neighbours(results: Sequence[Any]) -> list[Passage]:
-    """Merge results of one document whose character ranges overlap or touch; best rank first."""
+def merge_neighbours(ranked: Sequence[tuple[str, Hit]]) -> list[Passage]:
+    """Merge chunks of one document whose character ranges overlap or touch; best rank first."""
     passages: list[Passage] = []
-    for result in results:
+    for type_name, hit in ranked:
         for i, passage in enumerate(passages):
-            same_document = passage.result.document_id == result.document_id
-            both_chunks = _type_of(passage.result) == _type_of(result) == "chunk"
             if (
-                same_document
-                and both_chunks
-                and result.start_char <= passage.end_char + 1
-                and result.end_char >= passage.start_char - 1
+                passage.hit.document_id == hit.document_id
+                and passage.type == type_name == "chunk"
+                and hit.start_char <= passage.end_char + 1
+                and hit.end_char >= passage.start_char - 1
             ):
-                passages[i] = _union(passage, result)
+                passages[i] = _union(passage, hit)
                 break
         else:
-            passages.append(
-                Passage(result, result.content, result.start_char, result.end_char, result.start_turn, result.end_turn)
-            )
+            passages.append(Passage(type_name, hit, hit.content, hit.start_char, hit.end_char, hit.start_turn, hit.end_turn))
     return passages
 
 
-def _type_of(result: Any) -> str:
-    return getattr(result, "type", "chunk")
-
-
-def _label(result: Any) -> str:
+def _label(type_name: str, hit: Hit) -> str:
     """``Decision: owner Maya; status current`` for extracted items; empty for chunks and segments."""
-    type_name = _type_of(result)
     spec = SEARCHABLE_TYPES.get(type_name)
     if spec is None or not spec.context_fields:
         return ""
-    metadata = getattr(result, "metadata", None) or {}
+    metadata = hit.metadata or {}
     fields = [f"{name.replace('_', ' ')} {metadata[name]}" for name in spec.context_fields if metadata.get(name)]
     return f"{type_name.capitalize()}: {'; '.join(fields)}\n" if fields else f"{type_name.capitalize()}:\n"
 
 
-def _union(passage: Passage, result: Any) -> Passage:
+def _union(passage: Passage, result: Hit) -> Passage:
     if result.start_char < passage.start_char:
         head = result.content[: max(0, passage.start_char - result.start_char)]
         text, start = head + passage.text, result.start_char
@@ -81,7 +75,7 @@ def _union(passage: Passage, result: Any) -> Passage:
 
 
 def build_context(
-    results: Sequence[Any],
+    ranked: Sequence[tuple[str, Hit]],
     max_tokens: int,
     count_tokens: Callable[[str], int],
     number: Callable[[Passage], int] | None = None,
@@ -94,16 +88,16 @@ def build_context(
     blocks: list[str] = []
     cited: list[Passage] = []
     used = 0
-    for passage in merge_neighbours(results):
+    for passage in merge_neighbours(ranked):
         where = (
             f"turns {passage.start_turn}-{passage.end_turn}"
             if passage.start_turn is not None
             else f"chars {passage.start_char}-{passage.end_char}"
         )
-        title = passage.result.source.title or passage.result.source.uri
-        day = (getattr(passage.result, "metadata", None) or {}).get("meeting_date")
+        hit = passage.hit
+        day = (hit.metadata or {}).get("meeting_date")
         where = f"meeting of {day}, {where}" if day else where  # a later meeting's word overrides an earlier one's
-        body = f"{title} ({passage.result.source.uri}, {where})\n{_label(passage.result)}{passage.text}"
+        body = f"{hit.title or hit.source_uri} ({hit.source_uri}, {where})\n{_label(passage.type, hit)}{passage.text}"
         costed = f"[{9999 if number else len(cited) + 1}] {body}"
         cost = count_tokens(costed) + (2 if blocks else 0)  # the blank line between blocks
         if used + cost > max_tokens:

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from datetime import date
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, Field, field_validator
 
-from rag.api.models.fields import PlainText, SearchType, Strict, non_blank, valid_project_ids, valid_unicode
 from rag.api.models.search import Source
+from rag.validation import PlainText, SearchType, Strict, non_blank, valid_project_ids, valid_unicode
+
+if TYPE_CHECKING:
+    from rag.ask.types import Answer, Question
 
 MAX_QUESTION_CHARS = 4000
 MAX_HISTORY_MESSAGES = 20
@@ -41,6 +45,13 @@ class AskRequest(Strict):
     @classmethod
     def _project_ids(cls, values: list[str]) -> list[str]:
         return valid_project_ids(values)
+
+    def question_asked(self) -> Question:
+        """The answering layer's form of this request (``rag.ask.types``)."""
+        from rag.ask.types import ChatTurn, Question
+
+        history = tuple(ChatTurn(m.role, m.content) for m in self.history)
+        return Question(self.question, tuple(self.project_ids), history, self.max_tool_calls)
 
 
 class Citation(BaseModel):
@@ -79,3 +90,12 @@ class AskResponse(BaseModel):
     degraded: str | None = Field(
         default=None, description="why a configured model did not answer (timeout, malformed output): extractive instead"
     )
+
+    @classmethod
+    def of(cls, answer: Answer) -> AskResponse:
+        """The response for an answer of the answering layer."""
+        return cls(
+            answer=answer.text, mode=answer.mode, citations=[Citation(**c.record()) for c in answer.citations],
+            tool_calls=[ToolCallRecord(**asdict(call)) for call in answer.tool_calls], usage=Usage(**asdict(answer.usage)),
+            took_ms=answer.took_ms, degraded=answer.degraded,
+        )  # fmt: skip

@@ -7,8 +7,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field, model_validator
 
-from rag.api.models.fields import Change
 from rag.api.models.search import Source
+from rag.validation import Change
 
 
 class Project(BaseModel):

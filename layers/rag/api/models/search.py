@@ -8,13 +8,14 @@ from uuid import UUID
 
 from pydantic import BaseModel, BeforeValidator, Field, field_validator, model_validator
 
-from rag.api.models.fields import (
+from rag.validation import (
     ALL_TYPES,
     MAX_QUERY_CHARS,
     PlainText,
     SearchMode,
     SearchType,
     Strict,
+    expand_types,
     non_blank,
     valid_project_ids,
     valid_unicode,
@@ -79,8 +80,7 @@ class SearchRequest(Strict):
     @field_validator("types")
     @classmethod
     def _expand_all(cls, values: list[str]) -> list[str]:
-        expanded = [t for value in values for t in (ALL_TYPES if value == "all" else (value,))]
-        return list(dict.fromkeys(expanded))
+        return expand_types(values)
 
     @field_validator("project_ids")
     @classmethod
