@@ -12,7 +12,7 @@ CHECKOV_STAMP := $(CHECKOV_VENV)/.installed
 PEERS_VENV := .local/peers
 PEERS_STAMP := $(PEERS_VENV)/.installed
 
-.PHONY: demo test check lint down venv lock clean mpnet peers train-extractor
+.PHONY: demo test check lint down venv lock clean mpnet peers train-extractor chromium
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -44,9 +44,18 @@ demo: $(STAMP)
 	$(BIN)/rag ingest examples/transcripts --project demo
 	$(BIN)/rag search "what did we decide about the battery?" --project demo
 	$(BIN)/rag ask "who will update the enclosure drawings, and by when?" --project demo
+	@$(BIN)/python -c "from rag.config import Settings; s = Settings(); key = next(iter(s.api_key_tenants), 'a key of RAG_API_KEYS'); \
+		print(f'The web page: http://127.0.0.1:{s.local_api_port}/ (API key: {key})')"
+
+# Debian's Chromium for the browser tests (tests/web): Playwright (a dev dependency) drives /usr/bin/chromium and
+# never downloads a browser of its own. Installed as root (CI); elsewhere the browser tests say they were skipped.
+chromium:
+	@command -v chromium >/dev/null || if [ "$$(id -u)" = 0 ]; then \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
+	else echo "chromium is not installed (apt-get install chromium as root): tests/web will be skipped"; fi
 
 # Lint (ruff), formatting and types (mypy --strict on layers, functions, infra and local), then the whole suite.
-test: lint $(CHECKOV_STAMP)
+test: lint $(CHECKOV_STAMP) chromium
 	$(BIN)/python -m pytest
 
 # The edit-test loop: lint, types and the tests not marked slow.

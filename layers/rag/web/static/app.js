@@ -410,6 +410,10 @@ async function start() {
     main.dataset.screen = "";
     render();
   });
+  document.querySelector(".skip").addEventListener("click", (event) => {
+    event.preventDefault(); // the address's hash is the route: the skip link moves the focus only
+    main.focus();
+  });
   document.addEventListener("keydown", onKey);
   window.addEventListener("hashchange", render);
   render();

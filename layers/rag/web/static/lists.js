@@ -114,7 +114,7 @@ function showDocuments(listing, data) {
       "li",
       { class: `doc ${doc.status}` },
       el("p", { class: "meta" }, el("span", { class: `badge ${doc.status}`, text: STATUS_NAMES[doc.status] || doc.status }), doc.status === "failed" ? el("span", { text: name }) : el("a", { href: placeHref(doc.document_id), text: name })),
-      el("p", { class: "muted", text: [doc.meeting_date ? day(doc.meeting_date) : null, doc.kind, `${doc.chunk_count} chunks`, `updated ${moment(doc.updated_at)}`].filter(Boolean).join(" · ") }),
+      el("p", { class: "muted", text: [doc.meeting_date ? day(doc.meeting_date) : null, doc.kind, `${doc.chunk_count} chunk${doc.chunk_count === 1 ? "" : "s"}`, `updated ${moment(doc.updated_at)}`].filter(Boolean).join(" · ") }),
       problem ? el("p", { class: "error-text", text: problem }) : null,
     );
   });
