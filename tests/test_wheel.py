@@ -17,7 +17,9 @@ import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SOURCE_ROOTS = {"rag": REPO_ROOT / "layers" / "rag", "rag_local": REPO_ROOT / "local" / "rag_local"}
-DATA_FILES = {"rag/py.typed", "rag/certs/rds-ca-bundle.pem", "rag/backfill/sentence_model.json"}
+DATA_FILES = {"rag/py.typed", "rag/certs/rds-ca-bundle.pem", "rag/backfill/sentence_model.json"} | {
+    f"rag/web/static/{path.name}" for path in (SOURCE_ROOTS["rag"] / "web" / "static").iterdir()
+}  # the web page's files, served by the query API
 
 
 def source_modules() -> dict[str, str]:
