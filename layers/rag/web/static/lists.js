@@ -1,6 +1,6 @@
 // The project's brief (decisions, risks, tasks by owner, recent changes) and its ingest status with upload.
 import { ApiError, api, currentConfig } from "./auth.js";
-import { day, el, fill, moment, placeHref, saidHref, screen, sourceName, status } from "./dom.js";
+import { day, el, fill, moment, placeHref, projectHref, saidHref, screen, sourceName, status } from "./dom.js";
 
 // --- brief -----------------------------------------------------------------------------------------------
 
@@ -16,9 +16,12 @@ const CHANGE_LISTS = [
   ["tasks_rescheduled", "Tasks rescheduled"],
 ];
 
+const BRIEF_DAYS = [7, 14, 30, 90];
+
 export async function briefScreen(ctx) {
+  const days = BRIEF_DAYS.includes(Number(ctx.params.get("days"))) ? Number(ctx.params.get("days")) : 14;
   screen(`Brief: ${ctx.project}`, status("Loading the brief…"));
-  const brief = await api(`/v1/projects/${encodeURIComponent(ctx.project)}/brief`);
+  const brief = await api(`/v1/projects/${encodeURIComponent(ctx.project)}/brief?days=${days}`);
   if (!ctx.isCurrent()) return;
   const owners = brief.tasks_by_owner;
   const openTasks = owners.reduce((n, group) => n + group.tasks.length, 0);
@@ -44,8 +47,16 @@ export async function briefScreen(ctx) {
         ),
       ),
     ),
-    changesSection(brief),
+    changesSection(brief, ctx, days),
   );
+}
+
+function daysPicker(ctx, days) {
+  const select = el("select", { id: "days", name: "days" }, BRIEF_DAYS.map((n) => el("option", { value: String(n), selected: n === days, text: `${n} days` })));
+  select.addEventListener("change", () => {
+    location.hash = projectHref(ctx.project, "brief", new URLSearchParams({ days: select.value }));
+  });
+  return el("p", { class: "row" }, el("label", { for: "days", text: "Changes of the last" }), select);
 }
 
 function section(title, items, details) {
@@ -69,12 +80,13 @@ function line(item, details, overdue = false) {
   );
 }
 
-function changesSection(brief) {
+function changesSection(brief, ctx, days) {
   const lists = CHANGE_LISTS.filter(([name]) => brief.changes[name]?.length);
   return el(
     "section",
     {},
     el("h2", { text: `What changed since ${day(brief.since)}` }),
+    daysPicker(ctx, days),
     lists.length ? null : el("p", { class: "muted", text: "Nothing changed in that time." }),
     lists.map(([name, title]) =>
       el(
@@ -95,18 +107,19 @@ const DONE = new Set(["embedded", "extracted", "failed"]);
 const POLL_MS = 1500;
 const POLL_LIMIT_MS = 5 * 60 * 1000;
 
-function documentsPath(project) {
-  return `/v1/documents?project_id=${encodeURIComponent(project)}&limit=200`;
+function documentsPath(project, only = null) {
+  return `/v1/documents?project_id=${encodeURIComponent(project)}&limit=200${only ? `&status=${only}` : ""}`;
 }
 
 export async function ingestScreen(ctx) {
   const listing = el("section", { id: "documents", "aria-label": "Documents" }, status("Loading the documents…"));
   screen(`Ingest: ${ctx.project}`, currentConfig().upload ? uploadForm(ctx, listing) : el("p", { class: "muted", text: "Uploads are not configured here: drop files into the documents bucket instead." }), listing);
-  const data = await api(documentsPath(ctx.project));
-  if (ctx.isCurrent()) showDocuments(listing, data);
+  const only = STATUSES.includes(ctx.params.get("status")) ? ctx.params.get("status") : null;
+  const data = await api(documentsPath(ctx.project, only));
+  if (ctx.isCurrent()) showDocuments(listing, data, ctx, only);
 }
 
-function showDocuments(listing, data) {
+function showDocuments(listing, data, ctx, only = null) {
   const rows = data.documents.map((doc) => {
     const name = doc.title || sourceName(doc.source);
     const problem = doc.error || doc.backfill_error;
@@ -121,8 +134,17 @@ function showDocuments(listing, data) {
   fill(
     listing,
     el("h2", { text: "Documents" }),
-    el("ul", { class: "counts", "aria-label": "Documents by status" }, STATUSES.map((name) => el("li", { class: `badge ${name}`, text: `${STATUS_NAMES[name]}: ${data.counts[name] ?? 0}` }))),
-    rows.length ? el("ul", { class: "docs" }, rows) : el("p", { class: "muted", text: "Nothing ingested yet." }),
+    el(
+      "ul",
+      { class: "counts", "aria-label": "Documents by status (each shows only those)" },
+      STATUSES.map((name) => {
+        const params = only === name ? null : new URLSearchParams({ status: name });
+        const link = el("a", { href: projectHref(ctx.project, "ingest", params), "aria-current": only === name ? "true" : null, text: `${STATUS_NAMES[name]}: ${data.counts[name] ?? 0}` });
+        return el("li", { class: `badge ${name}` }, link);
+      }),
+    ),
+    only ? el("p", {}, `Only the ${STATUS_NAMES[only]} documents: `, el("a", { href: projectHref(ctx.project, "ingest"), text: "show all" })) : null,
+    rows.length ? el("ul", { class: "docs" }, rows) : el("p", { class: "muted", text: only ? "None." : "Nothing ingested yet." }),
   );
 }
 
@@ -176,7 +198,7 @@ async function ingested(ctx, key, seen, listing, state) {
   while (Date.now() < deadline) {
     await new Promise((resolve) => setTimeout(resolve, POLL_MS));
     const data = await api(documentsPath(ctx.project));
-    if (ctx.isCurrent()) showDocuments(listing, data);
+    if (ctx.isCurrent()) showDocuments(listing, data, ctx);
     const doc = data.documents.find((d) => (d.source.uri === key || d.source.uri.endsWith(`/${key}`)) && seen.get(d.source.uri) !== d.updated_at);
     if (doc && DONE.has(doc.status)) return doc;
     if (doc) state.textContent = `uploaded; ${STATUS_NAMES[doc.status] || doc.status}…`;
