@@ -37,7 +37,6 @@ function parseHash() {
   return { path: path || "/", params: new URLSearchParams(at < 0 ? "" : raw.slice(at + 1)) };
 }
 
-
 function route() {
   const { path, params } = parseHash();
   let match = path.match(/^\/p\/([^/]+)\/(search|ask|brief|ingest)$/);
@@ -92,11 +91,16 @@ async function render() {
       signInMessage = error.message;
       return render();
     }
-    main.dataset.screen = "";
-    main.append(alertBox(error.message || String(error)));
+    const busy = main.querySelector("[aria-busy=true]"); // the error where the results were awaited, the form kept
+    if (busy) {
+      busy.removeAttribute("aria-busy");
+      fill(busy, alertBox(error.message || String(error)));
+    } else {
+      main.dataset.screen = "";
+      main.append(alertBox(error.message || String(error)));
+    }
   }
 }
-
 
 // --- sign-in ---------------------------------------------------------------------------------------------
 
@@ -116,7 +120,7 @@ function showSignIn(message) {
     { class: "stack", id: "key-form" },
     el("label", { for: "api-key", text: "API key" }),
     input,
-    el("p", { class: "muted", text: "Kept for this tab only. The local default is dev-local-key." }),
+    el("p", { class: "muted", text: "Kept for this tab only (locally the default key is dev-local-key)." }),
     el("button", { type: "submit", text: "Continue" }),
   );
   form.addEventListener("submit", (event) => {
