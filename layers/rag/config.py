@@ -80,6 +80,25 @@ class Settings(BaseSettings):
     write_statement_timeout_ms: int = Field(
         default=120_000, ge=1000, description="bound on each statement of an ingest or backfill write"
     )
+    # A reader (rag.store.replica): searches and answers read there, writes and read-your-writes go to the writer.
+    database_reader_url: str | None = Field(
+        default=None, description="a read replica's own URL (local servers, tests); wins over database_reader_host"
+    )
+    database_reader_host: str | None = Field(
+        default=None,
+        description="the reader endpoint (RDS read replica, Aurora reader, RDS Proxy read-only endpoint): user,"
+        " password or IAM token, database and TLS as the writer's, only host and port swapped",
+    )
+    database_reader_port: int | None = Field(default=None, ge=1, le=65535, description="default: the writer's port")
+    database_reader_max_lag_seconds: float = Field(
+        default=5.0, ge=0, description="a reader further behind the writer than this is not read from"
+    )
+    database_reader_recheck_seconds: float = Field(
+        default=5.0, gt=0, description="a lag measurement is reused this long; a failed reader is left alone this long"
+    )
+    database_reader_timeout_seconds: float = Field(
+        default=2.0, gt=0, description="how long a read waits for a reader connection before it reads the writer"
+    )
 
     # --- tenancy --------------------------------------------------------------
     default_tenant: str = "default"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
@@ -10,8 +10,14 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from rag.api.ask_metrics import record_answer
 from rag.api.error_responses import ApiError, error_response
 from rag.api.models.ask import AskRequest, AskResponse
-from rag.api.request_scope import request_conn, request_tenant
+from rag.api.request_scope import request_conn, request_read, request_tenant
 from rag.config import get_settings
+
+if TYPE_CHECKING:
+    from psycopg import Connection
+
+    from rag.ask.types import Answer
+    from rag.store.replica import WriterSource
 
 router = APIGatewayHttpRouter()  # type: ignore[no-untyped-call]  # Powertools leaves Router.__init__ unannotated
 
@@ -25,12 +31,17 @@ def ask(request: AskRequest) -> AskResponse:
 
     settings = get_settings()
     tenant = request_tenant(router.current_event.raw_event)
-    conn = request_conn()
-    for project_id in request.project_ids:
-        if get_project(conn, tenant, project_id) is None:
-            raise ApiError(404, "not_found", f"project {project_id!r} not found")
+
+    def on(conn: Connection, writer: WriterSource | None) -> Answer:  # the reader when one is configured
+        for project_id in request.project_ids:  # a project the reader has not seen yet may be new: the writer decides
+            if get_project(conn, tenant, project_id) is None and (
+                writer is None or get_project(writer(), tenant, project_id) is None
+            ):
+                raise ApiError(404, "not_found", f"project {project_id!r} not found")
+        return answer(conn, settings, tenant, request.question_asked(), embedder=get_embedder(settings), writer=writer)
+
     try:
-        reply = answer(conn, settings, tenant, request.question_asked(), embedder=get_embedder(settings))
+        reply = request_read(on)
     except AskTimeout as exc:
         raise ApiError(504, "timeout", f"{exc}; ask a narrower question or retry") from exc
     record_answer(reply)

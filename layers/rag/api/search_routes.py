@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from rag.api.models.search import ContextRequest, ContextResponse, SearchRequest, SearchResponse, search_result
-from rag.api.request_scope import request_conn, request_tenant
+from rag.api.request_scope import request_read, request_tenant
 from rag.config import get_settings
 
 if TYPE_CHECKING:
@@ -22,7 +22,8 @@ def _search(request: SearchRequest) -> tuple[list[tuple[str, Hit]], float]:
 
     settings = get_settings()
     query = request.search_query(request_tenant(router.current_event.raw_event))
-    return run_search(request_conn(), get_embedder(settings), settings, query)
+    # The reader when one is configured: a search may lag the writer by a bounded few seconds (docs/replicas.md).
+    return request_read(lambda conn, writer: run_search(conn, get_embedder(settings), settings, query, writer))
 
 
 @router.post("/v1/search", summary="Semantic, keyword or hybrid search", tags=["search"])

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 
     from rag.config import Settings
     from rag.embedding.base import Embedder
+    from rag.store.replica import WriterSource
 
 logger = logging.getLogger(__name__)
 
@@ -76,12 +77,16 @@ def ask(
     model: ChatModel | None = None,
     embedder: Embedder | None = None,
     clock: Callable[[], float] = time.monotonic,
+    writer: WriterSource | None = None,
 ) -> Answer:
-    """The cited answer to ``question`` by ``tenant_id`` (also written to the query log)."""
+    """The cited answer to ``question`` by ``tenant_id`` (also written to the query log).
+
+    ``writer``: where the query log is written when ``conn`` is a read replica (``rag.store.replica``).
+    """
     started = clock()
     deadline = started + settings.ask_timeout_seconds
     mask = redact if settings.ask_redact_pii else keep
-    ctx = ToolContext(conn, settings, tenant_id, question.project_ids, redact=mask, _embedder=embedder)
+    ctx = ToolContext(conn, settings, tenant_id, question.project_ids, redact=mask, writer=writer, _embedder=embedder)
     model = model if model is not None else chat_model(settings)
     records: list[ToolCall] = []
     usage = Usage()
@@ -109,7 +114,7 @@ def ask(
         answer.strip(), mode, cited(ctx.citations, numbers), tuple(records), usage,
         round((clock() - started) * 1000, 2), degraded,
     )  # fmt: skip
-    log_answer(conn, tenant_id, mask(question.text), question.project_ids, reply)
+    log_answer(writer() if writer else conn, tenant_id, mask(question.text), question.project_ids, reply)
     return reply
 
 

@@ -24,7 +24,8 @@ def search_hits(
     from rag.search.service import SearchQuery, run_search
 
     scope = SearchScope(tenant_id=ctx.tenant_id, project_ids=project_ids)
-    ranked, _ = run_search(ctx.conn, ctx.embedder, ctx.settings, SearchQuery(query, scope, tuple(types), "hybrid", top_k))
+    search = SearchQuery(query, scope, tuple(types), "hybrid", top_k)
+    ranked, _ = run_search(ctx.conn, ctx.embedder, ctx.settings, search, ctx.writer)
     words = search_text(query) or query
     return current_first(evidence(ctx.conn, ctx.tenant_id, project_ids, words, ranked, ctx.settings.ask_min_evidence))
 

@@ -14,6 +14,7 @@ if TYPE_CHECKING:
 
     from rag.config import Settings
     from rag.embedding.base import Embedder
+    from rag.store.replica import WriterSource
 
 
 class ToolError(Exception):
@@ -28,6 +29,7 @@ class ToolContext:
     project_ids: tuple[str, ...] = ()  # the request's scope; empty: every project of the tenant
     citations: Citations = field(default_factory=Citations)
     redact: Callable[[str], str] = staticmethod(lambda text: text)
+    writer: WriterSource | None = None  # where searches write when ``conn`` is a read replica (rag.store.replica)
     _embedder: Embedder | None = None
 
     @property

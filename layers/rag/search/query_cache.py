@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from pgvector import Vector
 
     from rag.embedding.base import Embedder
+    from rag.store.replica import WriterSource
 
 LRU_SIZE = 1024
 
@@ -30,9 +31,12 @@ class QueryEmbeddingCache:
         self._lru: OrderedDict[tuple[str, str], Vector] = OrderedDict()
         self._lock = threading.Lock()  # the local API and worker share one process; Lambda does not need it
 
-    def vector(self, conn: psycopg.Connection, embedder: Embedder, text: str, *, ttl_minutes: int = 60) -> Vector:
+    def vector(
+        self, conn: psycopg.Connection, embedder: Embedder, text: str, *, ttl_minutes: int = 60,
+        writer: WriterSource | None = None,
+    ) -> Vector:  # fmt: skip
         """The query's vector: from this process's LRU, else the shared table (rows younger than ``ttl_minutes``),
-        else embedded and stored."""
+        else embedded and stored (on ``writer`` when ``conn`` is a read replica)."""
         from pgvector import Vector
 
         key = (embedder.model_id, normalize_query(text))
@@ -50,7 +54,7 @@ class QueryEmbeddingCache:
             vector = row[0]  # the connection's pgvector loader makes it a Vector
         else:
             vector = Vector([float(v) for v in embedder.embed([key[1]])[0]])
-            conn.execute(
+            (writer() if writer else conn).execute(
                 """INSERT INTO query_embedding_cache (model, query, embedding) VALUES (%s, %s, %s)
                    ON CONFLICT (model, query) DO UPDATE SET embedding = EXCLUDED.embedding, created_at = now()""",
                 (key[0], key[1], vector),

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
     from rag.config import Settings
     from rag.embedding.base import Embedder
+    from rag.store.replica import WriterSource
 
 _cache = QueryEmbeddingCache()
 _scope_sizes = ScopeSizeCache()
@@ -45,12 +46,23 @@ class SearchQuery:
 
 
 def run_search(
-    conn: psycopg.Connection, embedder: Embedder, settings: Settings, request: SearchQuery
+    conn: psycopg.Connection,
+    embedder: Embedder,
+    settings: Settings,
+    request: SearchQuery,
+    writer: WriterSource | None = None,
 ) -> tuple[list[tuple[str, Hit]], float]:
-    """(type, hit) pairs best first, and the time taken in ms; every search is logged."""
+    """(type, hit) pairs best first, and the time taken in ms; every search is logged.
+
+    ``writer``: where the search's writes (query log, query-embedding cache) go when ``conn`` is a read replica
+    (``rag.store.replica``); without it they go on ``conn``, the query log riding in the search's own transaction.
+    """
     started = time.perf_counter()
     text = search_text(request.query)
-    vector = None if request.mode == "keyword" else _cache.vector(conn, embedder, text, ttl_minutes=settings.query_cache_minutes)
+    vector = (
+        None if request.mode == "keyword"
+        else _cache.vector(conn, embedder, text, ttl_minutes=settings.query_cache_minutes, writer=writer)
+    )  # fmt: skip
     scope = request.scope
     fusion = FusionWeights(
         settings.rrf_k, settings.rrf_semantic_weight, settings.rrf_keyword_weight, settings.fusion,
@@ -71,21 +83,26 @@ def run_search(
         conn, specs, scope, mode=request.mode, query=text, query_vector=vector, model_id=embedder.model_id,
         dimension=embedder.dimension, top_k=candidates, threshold=request.threshold, fusion=fusion,
         ef_search=ef_search, exact=exact, timeout_ms=settings.api_statement_timeout_ms,
-        before=partial(pending_log.write_in_transaction, flush_seconds=settings.query_log_flush_seconds),
+        before=None if writer else partial(pending_log.write_in_transaction, flush_seconds=settings.query_log_flush_seconds),
     )  # fmt: skip
     ranked = merge_types(hits_by_type, mode=request.mode, top_k=candidates, fusion=fusion)
     if settings.recency_half_life_days:
         ranked = favour_recent(ranked, half_life_days=settings.recency_half_life_days, weight=settings.recency_weight)
     ranked = rerank(reranker, request.query, ranked, request.top_k) if reranker else ranked[: request.top_k]
     took_ms = (time.perf_counter() - started) * 1000
-    log_query(conn, request, [hit for _, hit in ranked], took_ms, settings.query_log_flush_seconds)
+    log_query(conn, request, [hit for _, hit in ranked], took_ms, settings.query_log_flush_seconds, writer)
     return ranked, took_ms
 
 
 def log_query(
     conn: psycopg.Connection, request: SearchQuery, hits: list[Hit], took_ms: float, flush_seconds: float = 0.0,
+    writer: WriterSource | None = None,
 ) -> None:  # fmt: skip
-    """Queue the search's row (``rag.search.query_log``); written now if nothing was for ``flush_seconds``."""
+    """Queue the search's row (``rag.search.query_log``); written now if nothing was for ``flush_seconds``.
+
+    With a ``writer`` (``conn`` is a replica) no search transaction can carry the rows: a batch goes to the writer
+    once ``batch_ready``, one statement for up to ``batch_rows`` searches.
+    """
     similarities = [h.similarity for h in hits if h.similarity is not None]
     scope = request.scope
     pending_log.add(
@@ -93,5 +110,8 @@ def log_query(
         max(similarities) if similarities else None,
         sum(similarities) / len(similarities) if similarities else None, took_ms,
     )  # fmt: skip
-    if pending_log.due(flush_seconds):
+    if writer is not None:
+        if pending_log.batch_ready(flush_seconds):
+            pending_log.flush(writer())
+    elif pending_log.due(flush_seconds):
         pending_log.flush(conn)

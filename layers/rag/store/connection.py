@@ -22,7 +22,7 @@ import functools
 import json
 import logging
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -81,8 +81,8 @@ def resolve_database_url(settings: Settings) -> str:
     return local_database_url(settings)
 
 
-def _url_from_secret(settings: Settings) -> str:
-    """The URL of the secret's server, database ``RAG_DATABASE_NAME`` (else the secret's ``dbname``).
+def _url_from_secret(settings: Settings, endpoint: tuple[str, int | None] | None = None) -> str:
+    """The URL of the secret's server (or of ``endpoint``: a reader), database ``RAG_DATABASE_NAME`` (else ``dbname``).
 
     RDS's generated secrets (``Credentials.from_generated_secret``) hold username, password, engine, host, port and
     dbInstanceIdentifier, and no ``dbname``: without the configured name there is no right database to guess
@@ -100,6 +100,8 @@ def _url_from_secret(settings: Settings) -> str:
         )
     user, password = quote(secret["username"], safe=""), quote(secret["password"], safe="")
     host, port = secret["host"], secret.get("port", 5432)
+    if endpoint is not None:
+        host, port = endpoint[0], endpoint[1] or port
     tls = tls_parameters(
         host, sslmode=settings.database_sslmode, requested=secret.get("sslmode"), sslrootcert=settings.database_sslrootcert
     )
@@ -283,22 +285,29 @@ def get_pool(settings: Settings) -> ConnectionPool:
             _pool.close()
             _pool = None
         if _pool is None:
-            from psycopg_pool import ConnectionPool
-
-            _pool = ConnectionPool(
-                # A callable: every new connection resolves the URL again (a fresh IAM token, a rotated secret).
-                conninfo=lambda: resolve_database_url(settings),
-                kwargs={"autocommit": True, "connect_timeout": 5, "application_name": "meeting-rag"},
-                min_size=0,
-                max_size=settings.database_pool_size,
-                timeout=settings.database_pool_timeout_seconds,
-                configure=_register_vector,
-                check=ConnectionPool.check_connection,
-                name="rag",
-                open=True,
-            )
+            # A callable: every new connection resolves the URL again (a fresh IAM token, a rotated secret).
+            _pool = open_pool(lambda: resolve_database_url(settings), settings, name="rag")
             _pool_target = target
         return _pool
+
+
+def open_pool(
+    conninfo: Callable[[], str], settings: Settings, *, name: str, timeout: float | None = None, connect_timeout: int = 5
+) -> ConnectionPool:
+    """A pool of autocommit connections, each checked before it is lent (``name`` is also the application_name)."""
+    from psycopg_pool import ConnectionPool
+
+    return ConnectionPool(
+        conninfo=conninfo,
+        kwargs={"autocommit": True, "connect_timeout": connect_timeout, "application_name": f"meeting-{name}"},
+        min_size=0,
+        max_size=settings.database_pool_size,
+        timeout=timeout or settings.database_pool_timeout_seconds,
+        configure=_register_vector,
+        check=ConnectionPool.check_connection,
+        name=name,
+        open=True,
+    )
 
 
 @contextmanager
