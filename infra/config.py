@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args, get_type_hints
 
+from infra.api_access import DEFAULT_AUDIENCE, DEFAULT_TENANT_CLAIM, PLACEHOLDER_ISSUER, WebAuth, check_api_access
+
 EmbeddingProvider = Literal["bedrock", "openai"]
 LlmProvider = Literal["none", "openai", "bedrock"]  # bedrock: /v1/ask only (the backfill stays offline)
 # The query function's second judge of search results: the OpenAI chat model, or Bedrock's Rerank API.
@@ -25,8 +27,6 @@ BedrockRerankModel = Literal["cohere.rerank-v3-5:0", "amazon.rerank-v1:0"]
 TITAN_V2_DIMENSIONS = (256, 512, 1024)
 # Lambda's SQS event source accepts a maximum concurrency of 2..1000.
 SQS_MAX_CONCURRENCY_RANGE = (2, 1000)
-# Synthesizes, but no token from a real identity provider matches it: deployments set their own issuer.
-PLACEHOLDER_ISSUER = "https://issuer.example.com/"
 # Tenant ids have the project ids' charset: a key prefix and an IAM resource, with no IAM wildcard (* ?) or "/".
 TENANT_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 # Who may assume a tenant's uploader role: an IAM role, user or account root (any partition).
@@ -113,12 +113,16 @@ class StageConfig:
     query_timeout_seconds: int = 29  # HTTP API integrations time out at 30 s
     ask_timeout_seconds: int = 24  # /v1/ask's own limit (504 past it): inside the function's, with room to answer
     jwt_issuer: str = PLACEHOLDER_ISSUER  # set per deployment: -c jwt_issuer=https://...
-    jwt_audience: tuple[str, ...] = ("meeting-rag",)
-    tenant_claim: str = "tenant"
+    jwt_audience: tuple[str, ...] = DEFAULT_AUDIENCE
+    tenant_claim: str = DEFAULT_TENANT_CLAIM
     iam_tenants: Mapping[str, str] = field(default_factory=dict)  # IAM principal ARN -> tenant (service callers)
     cors_origins: tuple[str, ...] = ()
     api_throttle_rate: int = 50
     api_throttle_burst: int = 100
+    # The web page's sign-in (infra/api_access.py): a Cognito user pool made here, your OIDC provider, or none.
+    web_auth: WebAuth = "off"
+    web_oidc: Mapping[str, str] = field(default_factory=dict)  # oidc: -c web_oidc='{"client_id": ..., ...}'
+    web_domain_prefix: str = ""  # cognito: the hosted UI's <prefix>.auth.<region>.amazoncognito.com (default below)
 
     # --- backfill ---------------------------------------------------------------------
     backfill_schedule_minutes: int = 60
@@ -185,12 +189,7 @@ class StageConfig:
                     f"tenant_uploaders[{tenant_id!r}] must be an IAM role, user or root ARN "
                     f"(arn:aws:iam::<account>:role/<name>), not {principal!r}"
                 )
-        if not self.jwt_issuer.startswith("https://"):
-            raise ValueError(f"jwt_issuer must be an https URL, not {self.jwt_issuer!r}")
-        if not self.jwt_audience:
-            raise ValueError("jwt_audience needs at least one audience")
-        if "*" in self.cors_origins:
-            raise ValueError("cors_origins must name origins: '*' would let any site call the API with a user's token")
+        check_api_access(self)
         # Backfill bounds (the state machine fails an execution whose input exceeds them) and the alarm address.
         if not 1 <= self.backfill_max_iterations <= 1000:
             raise ValueError(f"backfill_max_iterations must be within 1..1000, not {self.backfill_max_iterations}")
@@ -286,7 +285,8 @@ class StageConfig:
 
 STAGES: dict[str, StageConfig] = {
     # A developer account: Bedrock embeddings (no NAT), small and switchable off, schedule off.
-    "dev": StageConfig(name="dev", cors_origins=("http://localhost:3000",)),
+    # The page signs in with a Cognito user pool the stack makes (no identity provider of your own needed).
+    "dev": StageConfig(name="dev", cors_origins=("http://localhost:3000",), web_auth="cognito"),
     # Production: OpenAI embeddings and LLM extraction, Multi-AZ, deletion protection, backfill every hour.
     "prod": StageConfig(
         name="prod",

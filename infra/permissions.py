@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from aws_cdk import Stack
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from infra.config import StageConfig
-from infra.nag import acknowledge
+from infra.nag import acknowledge, logical_id
 
 # Cross-Region inference profiles are named "<geography>.<model id>" (us.anthropic.claude-..., global.anthropic....):
 # the caller names the profile in its own region, Bedrock runs the model in one of the profile's destination regions.
@@ -105,3 +107,21 @@ def grant_bedrock_rerank(scope: Construct, grantee: iam.IGrantable, config: Stag
             "support no resource-level scoping (Rerank's model is limited by bedrock:InvokeModel on that model's ARN); "
             "every other statement of this role names its resources",
         )
+
+
+def grant_presigned_uploads(function: lambda_.Function, bucket: s3.IBucket, prefix: str) -> None:
+    """``s3:PutObject`` under ``prefix`` of ``bucket``, nothing else: what the URLs the function presigns may do.
+
+    A presigned URL carries its signer's permissions, so this is the upper bound of every upload URL; the function
+    narrows each one to the caller's own ``tenants/<tenant>/projects/<project>/`` key (the bucket encrypts with
+    S3-managed keys: no KMS permission is needed).
+    """
+    function.add_to_role_policy(iam.PolicyStatement(actions=["s3:PutObject"], resources=[bucket.arn_for_objects(f"{prefix}*")]))
+    role = function.role
+    assert role is not None  # app_function gives every function its execution role
+    acknowledge(
+        role,
+        f"AwsSolutions-IAM5[Resource::<{logical_id(bucket)}.Arn>/{prefix}*]",
+        f"upload URLs for any tenant's key under {prefix} (the function picks the caller's own tenant, verified by the "
+        "API's authorizer, never from the request); PutObject only, this bucket only",
+    )

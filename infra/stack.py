@@ -9,7 +9,8 @@ from aws_cdk import aws_iam as iam
 from cdk_nag import AwsSolutionsChecks
 from constructs import Construct
 
-from infra.config import PLACEHOLDER_ISSUER, StageConfig, stage_config
+from infra.api_access import PLACEHOLDER_ISSUER
+from infra.config import StageConfig, stage_config
 from infra.constructs.backfill import Backfill
 from infra.constructs.database import Database
 from infra.constructs.deletion_protection import DeletionProtection
@@ -42,7 +43,7 @@ class MeetingRagStack(cdk.Stack):
         resources = AppResources(config=config, network=self.network, database=self.database, layer=layer)
         self.migrations = Migrations(self, "Migrations", resources=resources)
         self.ingest = Ingest(self, "Ingest", resources=resources)
-        self.query = QueryApi(self, "Query", resources=resources)
+        self.query = QueryApi(self, "Query", resources=resources, documents=self.ingest.bucket)
         self.backfill = Backfill(self, "Backfill", resources=resources)
         self.backfill.started_after_ingest(self.ingest.function)
         # The first rotation of the functions' secret needs the role the migrator creates.
@@ -103,7 +104,7 @@ class MeetingRagStack(cdk.Stack):
 
     def _outputs(self, config: StageConfig) -> None:
         """What an operator needs after a deploy: names and ARNs, and a warning while the JWT issuer is a placeholder."""
-        if config.jwt_issuer == PLACEHOLDER_ISSUER:
+        if config.jwt_issuer == PLACEHOLDER_ISSUER and config.web_auth != "cognito":  # cognito: the stack's own pool
             cdk.Annotations.of(self).add_warning_v2(
                 "meeting-rag:placeholder-issuer",
                 "jwt_issuer is the placeholder: the JWT API will refuse every token until you deploy with "
@@ -116,6 +117,14 @@ class MeetingRagStack(cdk.Stack):
             description="Documents: tenants/<tenant_id>/projects/<project_id>/..., or projects/<project_id>/... (default tenant)",
         )
         cdk.CfnOutput(self, "ApiUrl", value=self.query.url, description="Query API (JWT)")
+        cdk.CfnOutput(self, "WebUrl", value=self.query.page_url, description=f"The web page (sign-in: {config.web_auth})")
+        if self.query.sign_in is not None:
+            cdk.CfnOutput(
+                self,
+                "UserPoolId",
+                value=self.query.sign_in.user_pool.user_pool_id,
+                description="The page's users: aws cognito-idp admin-create-user --user-attributes Name=custom:tenant,...",
+            )
         cdk.CfnOutput(self, "ServiceApiUrl", value=self.query.service_url, description="Query API (IAM, SigV4)")
         cdk.CfnOutput(self, "StateMachineArn", value=self.backfill.state_machine.state_machine_arn, description="Backfill")
         cdk.CfnOutput(self, "AlarmTopicArn", value=self.monitoring.topic.topic_arn)

@@ -300,19 +300,40 @@ def test_nothing_is_reachable_from_the_internet(stage: Synthesized) -> None:
 # --- query API ------------------------------------------------------------------------------------
 
 
-def test_every_route_has_an_authorizer(stage: Synthesized) -> None:
-    routes = [r["Properties"] for r in stage.resources("AWS::ApiGatewayV2::Route").values()]
-    assert {r["RouteKey"] for r in routes} >= {"GET /v1/{proxy+}", "POST /v1/{proxy+}", "POST /mcp"}
-    for route in routes:  # every route, whatever is added later: no anonymous access, no default route
-        assert route["AuthorizationType"] in ("AWS_IAM", "JWT"), route["RouteKey"]
-        assert route["RouteKey"] != "$default"
-    authorizer = stage.resource("AWS::ApiGatewayV2::Authorizer")["Properties"]
-    assert authorizer["JwtConfiguration"] == {"Issuer": stage.config.jwt_issuer, "Audience": list(stage.config.jwt_audience)}
-    assert all(
-        r["AuthorizerId"] == {"Ref": next(iter(stage.resources("AWS::ApiGatewayV2::Authorizer")))}
-        for r in routes
-        if r["AuthorizationType"] == "JWT"
-    )
+# The only routes without an authorizer, and why each may be public: the web page's static files (HTML, CSS, JS) and
+# its /config.json (public sign-in settings: an OIDC client id and endpoints) on the JWT API, where the page signs in
+# before any /v1 call; /health on both APIs (the database's reachability, no tenant data). A browser cannot SigV4-sign,
+# so the IAM API has no page.
+PUBLIC_ROUTES = {
+    "Api": {"GET /", "GET /index.html", "GET /assets/{proxy+}", "GET /config.json", "GET /health"},
+    "ServiceApi": {"GET /health"},
+}
+
+
+def routes_by_api(stage: Synthesized) -> dict[str, list[dict[str, Any]]]:
+    apis = {name: api["Properties"]["Name"].rsplit("-", 1)[1] for name, api in stage.resources("AWS::ApiGatewayV2::Api").items()}
+    found: dict[str, list[dict[str, Any]]] = {api: [] for api in apis.values()}
+    for route in stage.resources("AWS::ApiGatewayV2::Route").values():
+        found[apis[route["Properties"]["ApiId"]["Ref"]]].append(route["Properties"])
+    return found
+
+
+def test_every_route_has_an_authorizer_but_the_page_and_the_health_check(stage: Synthesized) -> None:
+    by_api = routes_by_api(stage)
+    assert set(by_api) == {"Api", "ServiceApi"}
+    for api, routes in by_api.items():
+        assert {r["RouteKey"] for r in routes} >= {"GET /v1/{proxy+}", "POST /v1/{proxy+}", "POST /mcp"}
+        # Exactly these are public, whatever is added later: any other route needs its API's authorizer.
+        assert {r["RouteKey"] for r in routes if r["AuthorizationType"] == "NONE"} == PUBLIC_ROUTES[api]
+        for route in routes:
+            assert route["RouteKey"] != "$default"
+            if route["RouteKey"] not in PUBLIC_ROUTES[api]:
+                assert route["AuthorizationType"] == {"Api": "JWT", "ServiceApi": "AWS_IAM"}[api], route["RouteKey"]
+            else:
+                assert "AuthorizerId" not in route and route["RouteKey"].startswith("GET ")
+    authorizer = next(iter(stage.resources("AWS::ApiGatewayV2::Authorizer")))
+    assert all(r["AuthorizerId"] == {"Ref": authorizer} for r in by_api["Api"] if r["AuthorizationType"] == "JWT")
+    # Whose tokens it accepts: tests/infra/test_web.py (the stack's user pool, or the configured issuer).
 
 
 def test_api_stages_throttle_and_log_access(stage: Synthesized) -> None:

@@ -149,11 +149,15 @@ def test_the_deployed_state_machine_is_the_one_the_backfill_tests_execute(stage:
     assert len(deployed["States"]) > 10
 
 
-def test_the_placeholder_issuer_is_flagged_at_synth(dev: Synthesized) -> None:
+def test_the_placeholder_issuer_is_flagged_at_synth(dev: Synthesized, prod: Synthesized) -> None:
     from aws_cdk.assertions import Annotations, Match
 
-    Annotations.from_stack(dev.stack).has_warning("/MeetingRag-dev", Match.string_like_regexp("jwt_issuer is the placeholder"))
-    assert dev.config.jwt_issuer == "https://issuer.example.com/"
+    flagged = Match.string_like_regexp("jwt_issuer is the placeholder")
+    Annotations.from_stack(prod.stack).has_warning("/MeetingRag-prod", flagged)
+    assert prod.config.jwt_issuer == "https://issuer.example.com/"
+    # dev signs in with its own Cognito user pool (web_auth cognito), whose issuer the JWT API uses instead.
+    assert dev.config.web_auth == "cognito"
+    Annotations.from_stack(dev.stack).has_no_warning("/MeetingRag-dev", flagged)
 
 
 def test_the_readme_builds_api_urls_the_outputs_make_valid(stage: Synthesized) -> None:
