@@ -9,13 +9,24 @@ already allows replication connections from 127.0.0.1, and its defaults (``wal_l
 
 from __future__ import annotations
 
+import shutil
 import socket
+import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import psycopg
 
 from rag_local import postgres
+
+if TYPE_CHECKING:
+    from rag.config import Settings
+
+DATABASE = "rag"
 
 
 def free_port() -> int:
@@ -65,3 +76,50 @@ def wait_for_replay(primary_url: str, replica_url: str, timeout_seconds: float =
                 return time.monotonic() - started
             time.sleep(0.01)
     raise TimeoutError(f"the replica did not replay up to {target} within {timeout_seconds} s")
+
+
+@dataclass(frozen=True)
+class ReplicatedServers:
+    """A primary and its streaming replica, each with the migrated database ``rag``."""
+
+    root: Path
+    primary_port: int
+    replica_port: int
+
+    @property
+    def primary_url(self) -> str:
+        return postgres.server_url(self.primary_port, DATABASE)
+
+    @property
+    def replica_url(self) -> str:
+        return postgres.server_url(self.replica_port, DATABASE)
+
+    @property
+    def replica_pgdata(self) -> Path:
+        return self.root / "replica"
+
+    def start_replica(self) -> None:
+        start_replica(self.primary_port, self.replica_pgdata, self.replica_port)
+
+    def stop_replica(self, mode: str = "fast") -> None:
+        if postgres.is_running(self.replica_port):
+            stop_server(self.replica_pgdata, mode)
+
+
+@contextmanager
+def replicated_servers(settings: Settings) -> Iterator[ReplicatedServers]:
+    """A new primary (migrated database ``rag``) and a replica of it, in a temporary folder; both removed after."""
+    from rag.store.migrations import migrate_database
+
+    root = Path(tempfile.mkdtemp(prefix="rag-replica-"))
+    servers = ReplicatedServers(root, free_port(), free_port())
+    try:
+        postgres.start(root / "primary", servers.primary_port)
+        migrate_database(settings, postgres.ensure_database(servers.primary_port, DATABASE))
+        servers.start_replica()
+        yield servers
+    finally:
+        servers.stop_replica("immediate")
+        if postgres.is_running(servers.primary_port):
+            stop_server(root / "primary", "immediate")
+        shutil.rmtree(root, ignore_errors=True)
