@@ -435,6 +435,7 @@ def lambda_environment(artifacts: Artifacts, services: Services, function: Funct
     resolved = {
         "RAG_DATABASE_IAM_URL": services.database.iam_url(),
         "RAG_BACKFILL_STATE_MACHINE_ARN": services.state_machine_arn,
+        "RAG_UPLOAD_BUCKET": services.bucket,  # the documents bucket: the query function presigns uploads to it
         **services.secrets,
     }
     environment = {}
