@@ -67,6 +67,13 @@ def _check_cognito(config: StageConfig) -> None:
             f"{COGNITO_TENANT_CLAIM} as tenant); leave {', '.join(k for k, v in ignored.items() if v)} unset, or use "
             "web_auth oidc with your own provider"
         )
+    for origin in config.cors_origins:  # the page served there signs in too: Cognito returns to https or localhost only
+        parts = urlsplit(origin)
+        if not (parts.scheme == "https" or (parts.scheme == "http" and parts.hostname == "localhost")) or parts.path:
+            raise ValueError(
+                f"web_auth cognito: cors_origins {origin!r} must be an https origin or http://localhost[:port] "
+                "(the hosted UI returns there after sign-in), without a path"
+            )
     prefix = config.web_domain_prefix
     if prefix and (not DOMAIN_PREFIX_PATTERN.fullmatch(prefix) or any(w in prefix for w in DOMAIN_PREFIX_FORBIDDEN)):
         raise ValueError(

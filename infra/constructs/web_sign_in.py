@@ -21,9 +21,11 @@ TENANT_ATTRIBUTE = COGNITO_TENANT_CLAIM.removeprefix("custom:")
 
 class WebSignIn(Construct):
     def __init__(self, scope: Construct, id: str, *, config: StageConfig, page_url: str) -> None:
-        """``page_url``: where the hosted UI returns after sign-in and sign-out (the API's endpoint + "/")."""
+        """``page_url``: where the hosted UI returns after sign-in and sign-out (the API's endpoint + "/"); the page
+        served from a configured ``cors_origins`` origin (a local development server) may sign in too."""
         super().__init__(scope, id)
         stack = cdk.Stack.of(self)
+        pages = [page_url, *(f"{origin}/" for origin in config.cors_origins)]
         self.user_pool = cognito.UserPool(
             self,
             "Users",
@@ -59,8 +61,8 @@ class WebSignIn(Construct):
             o_auth=cognito.OAuthSettings(
                 flows=cognito.OAuthFlows(authorization_code_grant=True),
                 scopes=[cognito.OAuthScope.OPENID, cognito.OAuthScope.EMAIL],
-                callback_urls=[page_url],
-                logout_urls=[page_url],
+                callback_urls=pages,
+                logout_urls=pages,
             ),
             supported_identity_providers=[cognito.UserPoolClientIdentityProvider.COGNITO],
             read_attributes=cognito.ClientAttributes()

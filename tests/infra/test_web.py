@@ -73,8 +73,10 @@ def test_the_page_client_is_public_code_grant_only_and_returns_to_the_page(dev: 
     assert client["AllowedOAuthScopes"] == ["openid", "email"]
     assert client["SupportedIdentityProviders"] == ["COGNITO"]
     page = f"<{jwt_api(dev)}>/"  # the API's endpoint (no trailing "/" of its own) + "/"
-    assert [resolve_strings(u) for u in client["CallbackURLs"]] == [page]
-    assert [resolve_strings(u) for u in client["LogoutURLs"]] == [page]
+    # ... and the page on dev's configured origin (a local development server calling the deployed API)
+    assert dev.config.cors_origins == ("http://localhost:3000",)
+    assert [resolve_strings(u) for u in client["CallbackURLs"]] == [page, "http://localhost:3000/"]
+    assert [resolve_strings(u) for u in client["LogoutURLs"]] == [page, "http://localhost:3000/"]
     assert "custom:tenant" in client["ReadAttributes"] and "custom:tenant" not in client["WriteAttributes"]
     assert resolve_strings(dev.data["Outputs"]["WebUrl"]["Value"]) == page
 
@@ -165,6 +167,8 @@ def test_oidc_settings_come_from_context_as_json() -> None:
         ({"web_auth": "cognito", "web_domain_prefix": "My_Team"}, "not a Cognito domain prefix"),
         ({"web_auth": "cognito", "web_domain_prefix": "team-cognito"}, "not a Cognito domain prefix"),
         ({"web_auth": "off", "web_domain_prefix": "team"}, "needs web_auth cognito"),
+        ({"web_auth": "cognito", "cors_origins": "http://team.example.org"}, "must be an https origin or http://localhost"),
+        ({"web_auth": "cognito", "cors_origins": "https://team.example.org/app"}, "without a path"),
         ({"web_auth": "off", "web_oidc": OIDC_CONTEXT["web_oidc"]}, "web_oidc is read with web_auth oidc only"),
     ],
 )  # fmt: skip
