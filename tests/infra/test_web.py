@@ -3,6 +3,7 @@ function's page settings, and presigned uploads (PutObject under tenants/ only, 
 
 from __future__ import annotations
 
+import graphlib
 import json
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,7 @@ import pytest
 from infra.api_access import PLACEHOLDER_ISSUER
 from infra.config import stage_config
 from tests.infra.conftest import Synthesized, resolve_strings, synthesize
+from tests.infra.test_cfn_lint import IGNORED_CHECKS, lint, template_of
 from tests.infra.test_security import PUBLIC_ROUTES, as_list, function_named, statements
 
 QUERY = ("handler.lambda_handler", "HTTP API")
@@ -141,6 +143,42 @@ def test_cdk_nag_accepts_exactly_the_public_routes_without_authorization(stage: 
         for key in keys
     }
     assert acknowledged == expected
+
+
+def references(value: Any) -> set[str]:
+    """Logical ids a template value refers to (Ref, Fn::GetAtt; pseudo parameters left out)."""
+    if isinstance(value, dict):
+        if "Ref" in value and not str(value["Ref"]).startswith("AWS::"):
+            return {value["Ref"]}
+        if "Fn::GetAtt" in value:
+            return {value["Fn::GetAtt"][0]}
+        return set().union(*(references(v) for v in value.values())) if value else set()
+    if isinstance(value, list):
+        return set().union(*(references(v) for v in value)) if value else set()
+    return set()
+
+
+def dependencies(result: Synthesized) -> dict[str, set[str]]:
+    return {
+        name: references(resource.get("Properties", {})) | set(as_list(resource.get("DependsOn", [])))
+        for name, resource in result.data["Resources"].items()
+    }
+
+
+def test_api_then_client_then_authorizer_then_routes_without_a_cycle(dev: Synthesized, oidc: Synthesized) -> None:
+    graph = dependencies(dev)
+    (client,) = dev.resources("AWS::Cognito::UserPoolClient")
+    (authorizer,) = dev.resources("AWS::ApiGatewayV2::Authorizer")
+    bucket = documents_bucket(dev)
+    assert jwt_api(dev) in graph[client] and client in graph[authorizer]
+    assert all(
+        authorizer in graph[n] for n, r in dev.resources("AWS::ApiGatewayV2::Route").items() if "AuthorizerId" in r["Properties"]
+    )
+    assert jwt_api(dev) in graph[bucket]  # the bucket's CORS names the API's origin; the API refers to neither
+    assert graph[jwt_api(dev)] == set()
+    for result in (dev, oidc):  # CloudFormation refuses a template with a circular dependency (cfn-lint E3004)
+        graphlib.TopologicalSorter(dependencies(result)).prepare()  # raises CycleError naming the cycle
+    assert {rule for rule, _ in lint(template_of(oidc))} <= set(IGNORED_CHECKS)
 
 
 # --- configuration ---------------------------------------------------------------------------------------
