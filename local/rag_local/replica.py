@@ -47,7 +47,7 @@ def start_replica(primary_port: int, pgdata: Path, port: int, *, name: str = "re
         pg_basebackup(["-d", conninfo, "-D", str(pgdata), "-R", "-X", "stream", "-c", "fast"], user=user)
     pgdata.chmod(0o700)  # PostgreSQL refuses a data folder others can read; the copy is made 0755
     log = pgdata / "server.log"
-    options = f"-h 127.0.0.1 -p {port} -k {pgdata} -c hot_standby=on -c shared_buffers=64MB"
+    options = f"-h 127.0.0.1 -p {port} -k {pgdata} -c hot_standby=on"
     pg_ctl(["-w", "-t", "60", "-o", options, "-l", str(log), "start"], pgdata=pgdata, user=user)
     for _ in range(100):
         if postgres.is_running(port):
