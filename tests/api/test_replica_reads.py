@@ -26,6 +26,7 @@ pytestmark = pytest.mark.slow
 BUCKET = "replica-test"
 KAYAK = ("tenants/acme/projects/boats/2026-11-02-kayaks.txt", "Zoe: The quarterly kayak budget was approved.\nBen: Good.")
 WALRUS = ("tenants/acme/projects/boats/2026-11-09-walrus.txt", "Ben: The walrus migration plan needs three more weeks.")
+OTTER = ("tenants/acme/projects/ships/2026-11-20-otter.txt", "Cy: The otter hull repair is finished and signed off.")
 PELICAN = ("tenants/acme/projects/boats/2026-11-16-pelican.txt", "Ann: The pelican survey starts on Monday at the pier.")
 
 
@@ -127,6 +128,33 @@ def test_searches_read_the_replica_and_their_writes_land_on_the_primary(servers:
         replica.execute("SELECT pg_wal_replay_resume()")
     wait_for_replay(servers.primary_url, servers.replica_url)
     assert any("walrus" in text for text in search_contents("walrus migration plan"))
+
+
+def test_ask_reads_the_replica_logs_on_the_primary_and_knows_a_project_created_a_moment_ago(
+    servers: ReplicatedServers,
+) -> None:
+    from rag.ask.extractive import NOT_FOUND
+
+    _set_env(RAG_DATABASE_READER_MAX_LAG_SECONDS="3600", RAG_LLM_PROVIDER="none")
+    with psycopg.connect(servers.replica_url, autocommit=True) as replica:
+        replica.execute("SELECT pg_wal_replay_pause()")
+    ingest(*OTTER)  # project "ships" exists on the primary only
+    question = "Is the otter hull repair finished?"
+
+    status, body = call("POST", "/v1/ask", {"question": question, "project_ids": ["ships"]})
+
+    assert status == 200, body  # not 404: the writer was asked about the project the replica does not know
+    assert body["answer"] == NOT_FOUND  # the replica's view: no transcript in "ships" yet
+    assert call("POST", "/v1/ask", {"question": question, "project_ids": ["nowhere"]})[0] == 404
+    logged = "SELECT count(*) FROM query_log WHERE mode = 'ask' AND query = %s"
+    assert count(servers.primary_url, logged, question) == 1
+
+    with psycopg.connect(servers.replica_url, autocommit=True) as replica:
+        replica.execute("SELECT pg_wal_replay_resume()")
+    wait_for_replay(servers.primary_url, servers.replica_url)
+    status, body = call("POST", "/v1/ask", {"question": question, "project_ids": ["ships"]})
+    assert status == 200 and "otter" in body["answer"].lower(), body
+    assert count(servers.primary_url, logged, question) == 2
 
 
 def test_a_replica_lagging_past_the_bound_sends_reads_to_the_writer(servers: ReplicatedServers) -> None:
