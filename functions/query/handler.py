@@ -15,6 +15,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from rag.api.ask_metrics import take_answer_metrics
 from rag.api.routes import handle
 from rag.search.rerank import take_fallbacks
+from rag.store.replica import take_reader_fallbacks
 from rag.tracing import lambda_tracer
 
 logger = Logger(service="query")
@@ -34,4 +35,6 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
         metrics.add_metric(name="RerankFallbacks", unit="Count", value=fallbacks)
     for name, unit, value in take_answer_metrics():  # the answers /v1/ask gave
         metrics.add_metric(name=name, unit=unit, value=value)
+    if passed_over := take_reader_fallbacks():  # reads a configured reader did not serve (lagging, down)
+        metrics.add_metric(name="ReaderFallbacks", unit="Count", value=passed_over)
     return response

@@ -82,9 +82,10 @@ def servers(local_embedder: Any) -> Iterator[ReplicatedServers]:
 @pytest.fixture(autouse=True)
 def fresh_reader_health(servers: ReplicatedServers) -> Iterator[None]:
     """Each test starts with no lag measured and no failure remembered, and leaves replay running."""
-    from rag.store.replica import close_reader_pool
+    from rag.store.replica import close_reader_pool, take_reader_fallbacks
 
     close_reader_pool()
+    take_reader_fallbacks()
     yield
     with psycopg.connect(servers.replica_url, autocommit=True) as replica:
         if replica.execute("SELECT pg_is_wal_replay_paused()").fetchone() == (True,):
@@ -188,7 +189,7 @@ def test_stopping_the_replica_under_parallel_searches_fails_no_search(servers: R
     from rag.config import get_settings
     from rag.search.engine import SearchScope
     from rag.search.service import SearchQuery, run_search
-    from rag.store.replica import Connections
+    from rag.store.replica import Connections, take_reader_fallbacks
 
     settings = get_settings()
     served: list[int] = []
@@ -221,6 +222,7 @@ def test_stopping_the_replica_under_parallel_searches_fails_no_search(servers: R
     assert all(any("kayak" in text for text in contents) for contents in results)
     assert served.count(servers.replica_port) >= 1, served
     assert served[-1] == servers.primary_port and served.count(servers.primary_port) >= 10, served
+    assert take_reader_fallbacks() == served.count(servers.primary_port)  # the query function's ReaderFallbacks
 
 
 def test_a_read_cut_off_by_the_replica_stopping_runs_again_on_the_writer(servers: ReplicatedServers) -> None:
@@ -254,7 +256,11 @@ def test_a_read_cut_off_by_the_replica_stopping_runs_again_on_the_writer(servers
     assert documents == count(servers.primary_url, "SELECT count(*) FROM documents") >= 1
 
 
-def test_an_unreachable_reader_sends_reads_to_the_writer(servers: ReplicatedServers, closed_database_url: str) -> None:
+def test_an_unreachable_reader_sends_reads_to_the_writer_and_counts_them(
+    servers: ReplicatedServers, closed_database_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
     from rag.store import replica as replica_module
 
     _set_env(RAG_DATABASE_READER_URL=closed_database_url, RAG_DATABASE_READER_RECHECK_SECONDS="60")
@@ -262,5 +268,7 @@ def test_an_unreachable_reader_sends_reads_to_the_writer(servers: ReplicatedServ
         assert any("kayak" in text for text in search_contents("kayak budget"))
         assert replica_module.health.down
         assert any("kayak" in text for text in search_contents("kayak budget"))  # the writer, the reader left alone
+        metrics = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
+        assert [m.get("ReaderFallbacks") for m in metrics if "ReaderFallbacks" in m] == [[1.0], [1.0]]
     finally:
         _set_env(RAG_DATABASE_READER_URL=servers.replica_url, RAG_DATABASE_READER_RECHECK_SECONDS="0.05")

@@ -119,6 +119,24 @@ class ReaderHealth:
 
 
 health = ReaderHealth()
+_fallbacks = 0  # reads a configured reader did not serve (lagging, unreachable, failed), since last taken
+_fallbacks_lock = threading.Lock()
+
+
+def take_reader_fallbacks() -> int:
+    """Reads sent to the writer although a reader is configured, since the last call (the query function's metric)."""
+    global _fallbacks
+    with _fallbacks_lock:
+        taken, _fallbacks = _fallbacks, 0
+        return taken
+
+
+def _fell_back() -> None:
+    global _fallbacks
+    with _fallbacks_lock:
+        _fallbacks += 1
+
+
 _reader_pool: ConnectionPool | None = None
 _reader_target: tuple[object, ...] | None = None
 _reader_lock = threading.Lock()
@@ -196,6 +214,8 @@ class Connections:
         """
         reader = self._healthy_reader()
         if reader is None:
+            if reader_configured(self.settings):
+                _fell_back()
             return work(self.writer(), None)
         try:
             return work(reader, self.writer)
@@ -204,6 +224,7 @@ class Connections:
                 raise
             logger.warning("the reader failed during a read; reading the writer", extra={"error": str(exc)})
             self._reader_failed()
+            _fell_back()
             return work(self.writer(), None)
 
     def _healthy_reader(self) -> psycopg.Connection | None:
