@@ -219,6 +219,22 @@ class Settings(BaseSettings):
         " the document (bench/large_file.py; about 170 hours of meeting transcript)",
     )
 
+    # --- the web page and uploads (rag.api.web_routes, rag.api.upload_routes) -----
+    web_auth: Literal["api_key", "oidc", "off"] = Field(
+        default="api_key",
+        description="how the page signs in: api_key (asks for a key: local), oidc (code + PKCE with web_oidc),"
+        " off (the API takes IAM-signed requests only, which a browser cannot make)",
+    )
+    web_oidc: dict[str, str | None] = Field(
+        default_factory=dict,
+        description="oidc: the provider (JSON) client_id, authorization_endpoint, token_endpoint, scope, logout_endpoint",
+    )
+    web_static_dir: Path | None = Field(default=None, description="the page's files; default: rag/web/static")
+    upload_bucket: str | None = Field(
+        default=None, description="the documents bucket POST /v1/uploads presigns PUTs to; unset: uploads are off"
+    )
+    upload_url_seconds: int = Field(default=900, ge=60, le=3600, description="how long a presigned upload URL works")
+
     # --- chunking -------------------------------------------------------------
     chunk_tokens: int = Field(default=512, ge=16)
     chunk_overlap_tokens: int = Field(default=50, ge=0)

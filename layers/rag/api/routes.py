@@ -18,17 +18,21 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import (
     RequestValidationError,
 )
 
+from rag.api import API_VERSION
 from rag.api.ask_routes import router as ask_router
 from rag.api.body_checks import body_problem
 from rag.api.catalog_routes import router as catalog_router
+from rag.api.document_routes import router as document_router
 from rag.api.error_responses import ApiError, error_response, gateway_error
 from rag.api.identity import Unauthenticated
 from rag.api.request_scope import request_scope, request_tenant
 from rag.api.search_routes import router as search_router
+from rag.api.upload_routes import router as upload_router
+from rag.api.web_routes import API_HEADERS
+from rag.api.web_routes import router as web_router
 from rag.store.failures import database_failure
 
 API_TITLE = "Meeting RAG query API"
-API_VERSION = "1.0.0"
 
 app = APIGatewayHttpResolver(enable_validation=True)
 
@@ -71,10 +75,13 @@ def _database_failed(exc: psycopg.OperationalError) -> Response[str]:
     return error_response(failure.status, failure.code, failure.message)
 
 
-# Registered in this order (the OpenAPI document's): search, catalog, ask, meta.
+# Registered in this order (the OpenAPI document's): search, catalog, documents, uploads, ask, the page and health.
 app.include_router(search_router)
 app.include_router(catalog_router)
+app.include_router(document_router)
+app.include_router(upload_router)
 app.include_router(ask_router)
+app.include_router(web_router)
 
 
 @app.get("/v1/openapi.json", summary="This API's OpenAPI document", tags=["meta"], include_in_schema=False)
@@ -86,12 +93,22 @@ def openapi_json() -> str:
     return app.get_openapi_json_schema(title=API_TITLE, version=API_VERSION)
 
 
-PUBLIC_PATHS = {"/v1/openapi.json"}
+# What answers without a caller's identity: nothing of a tenant's, no secret (the page, its config, health).
+PUBLIC_PATHS = {"/v1/openapi.json", "/", "/index.html", "/config.json", "/health"}
+PUBLIC_PREFIXES = ("/assets/",)
+
+
+def is_public(path: str) -> bool:
+    return path in PUBLIC_PATHS or (path.startswith(PUBLIC_PREFIXES) and "/" not in path.removeprefix("/assets/"))
 
 
 def handle(event: dict[str, Any], context: Any) -> dict[str, Any]:
     """Resolve an API Gateway HTTP API (v2) event; a caller without identity gets 401 before anything else."""
-    if event.get("rawPath") not in PUBLIC_PATHS:
+    return _with_api_headers(_resolve(event, context))
+
+
+def _resolve(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    if not is_public(str(event.get("rawPath") or "")):
         try:
             request_tenant(event)
         except Unauthenticated as exc:
@@ -100,3 +117,11 @@ def handle(event: dict[str, Any], context: Any) -> dict[str, Any]:
         return gateway_error(400, *problem)
     with request_scope():
         return app.resolve(event, context)
+
+
+def _with_api_headers(response: dict[str, Any]) -> dict[str, Any]:
+    """Every response says: send no referrer, do not sniff the content type (the page's add more of their own)."""
+    headers = response.setdefault("headers", {})
+    for name, value in API_HEADERS.items():
+        headers.setdefault(name, value)
+    return response

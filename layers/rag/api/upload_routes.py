@@ -1,0 +1,88 @@
+"""``POST /v1/uploads``: a presigned PUT into the documents bucket, under the caller's own tenant prefix.
+
+The key is ``tenants/<the caller's verified tenant>/projects/<project_id>/<filename>``: the tenant never comes
+from the body (the model forbids unknown fields), and the filename is a plain name (no folders, not hidden). The
+bucket's notification ingests the object as any other upload.
+"""
+
+from __future__ import annotations
+
+import logging
+from urllib.parse import urlsplit
+
+from aws_lambda_powertools.event_handler import Response, content_types
+from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
+
+from rag.api.error_responses import ApiError
+from rag.api.models.catalog import ErrorResponse
+from rag.api.models.documents import UploadRequest, UploadTicket
+from rag.api.request_scope import request_tenant
+from rag.config import Settings, get_settings
+
+logger = logging.getLogger(__name__)
+router = APIGatewayHttpRouter()  # type: ignore[no-untyped-call]  # Powertools leaves Router.__init__ unannotated
+DEFAULT_CONTENT_TYPE = "application/octet-stream"
+
+
+def presigned_put(settings: Settings, bucket: str, key: str, content_type: str) -> str:
+    from rag.aws import s3_client
+
+    params = {"Bucket": bucket, "Key": key, "ContentType": content_type}
+    url: str = s3_client(settings).generate_presigned_url(
+        "put_object", Params=params, ExpiresIn=settings.upload_url_seconds, HttpMethod="PUT"
+    )
+    return url
+
+
+_origins: dict[tuple[str, str | None, str], str | None] = {}  # (bucket, endpoint, region) -> origin
+
+
+def upload_origin(settings: Settings) -> str | None:
+    """The origin the page PUTs uploads to (for its Content-Security-Policy): a presigned URL's, made once per
+    process; None when uploads are off."""
+    bucket = settings.upload_bucket
+    if bucket is None:
+        return None
+    where = (bucket, settings.aws_endpoint_url, settings.aws_region)
+    if where not in _origins:
+        try:
+            parts = urlsplit(presigned_put(settings, bucket, "tenants/t/projects/p/origin.txt", DEFAULT_CONTENT_TYPE))
+            _origins[where] = f"{parts.scheme}://{parts.netloc}"
+        except Exception:  # noqa: BLE001  # no credentials to sign with: the page cannot upload either way
+            logger.warning("cannot presign an upload URL for bucket %s", bucket, exc_info=True)
+            _origins[where] = None
+    return _origins[where]
+
+
+def content_type_of(filename: str) -> str:
+    import mimetypes
+
+    return mimetypes.guess_type(filename, strict=False)[0] or DEFAULT_CONTENT_TYPE
+
+
+@router.post(
+    "/v1/uploads",
+    summary="A presigned PUT for one file into the caller's project (ingested once it is written)",
+    tags=["catalog"],
+    responses={
+        201: {"description": "PUT the file to url with these headers", "content": {"application/json": {"model": UploadTicket}}},
+        413: {"description": "larger than ingest takes", "content": {"application/json": {"model": ErrorResponse}}},
+        503: {"description": "uploads are not configured", "content": {"application/json": {"model": ErrorResponse}}},
+    },
+)
+def upload(request: UploadRequest) -> Response[str]:
+    from rag.events import ID_PATTERN
+
+    settings = get_settings()
+    if settings.upload_bucket is None:
+        raise ApiError(503, "uploads_unavailable", "uploads are not configured here (RAG_UPLOAD_BUCKET is unset)")
+    if request.size is not None and request.size > settings.max_object_bytes:
+        raise ApiError(413, "too_large", f"the file has {request.size} bytes; ingest takes at most {settings.max_object_bytes}")
+    tenant = request_tenant(router.current_event.raw_event)
+    if not ID_PATTERN.match(tenant):  # the key could not carry it: ingest would refuse the object
+        raise ApiError(403, "forbidden", f"tenant {tenant!r} cannot be written into an object key")
+    key = f"tenants/{tenant}/projects/{request.project_id}/{request.filename}"
+    content_type = request.content_type or content_type_of(request.filename)
+    url = presigned_put(settings, settings.upload_bucket, key, content_type)
+    ticket = UploadTicket(url=url, headers={"Content-Type": content_type}, key=key, expires_in=settings.upload_url_seconds)
+    return Response(status_code=201, content_type=content_types.APPLICATION_JSON, body=ticket.model_dump_json())
