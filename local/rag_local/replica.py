@@ -99,7 +99,8 @@ class ReplicatedServers:
         return self.root / "replica"
 
     def start_replica(self) -> None:
-        start_replica(self.primary_port, self.replica_pgdata, self.replica_port)
+        if not postgres.is_running(self.replica_port):
+            start_replica(self.primary_port, self.replica_pgdata, self.replica_port)
 
     def stop_replica(self, mode: str = "fast") -> None:
         if postgres.is_running(self.replica_port):

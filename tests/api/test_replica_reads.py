@@ -21,8 +21,6 @@ from moto import mock_aws
 from rag_local.replica import ReplicatedServers, replicated_servers, wait_for_replay
 from tests.api.conftest import call
 
-pytestmark = pytest.mark.slow
-
 BUCKET = "replica-test"
 KAYAK = ("tenants/acme/projects/boats/2026-11-02-kayaks.txt", "Zoe: The quarterly kayak budget was approved.\nBen: Good.")
 WALRUS = ("tenants/acme/projects/boats/2026-11-09-walrus.txt", "Ben: The walrus migration plan needs three more weeks.")
@@ -242,11 +240,12 @@ def test_a_read_cut_off_by_the_replica_stopping_runs_again_on_the_writer(servers
     with ThreadPoolExecutor(max_workers=1) as pool:
         future = pool.submit(connections.read, work)
         in_flight = "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND query LIKE '%%pg_sleep%%'"
-        for _ in range(200):  # until the replica is executing the read
-            if count(servers.replica_url, in_flight) >= 1:
+        for _ in range(500):  # until the replica is executing the read
+            if reached := count(servers.replica_url, in_flight) >= 1:
                 break
             time.sleep(0.02)
         try:
+            assert reached, f"the read never reached the replica: {served}"
             servers.stop_replica("immediate")
             documents = future.result()
         finally:
