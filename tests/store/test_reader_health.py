@@ -35,3 +35,24 @@ def test_a_failure_avoids_the_reader_and_asks_for_a_new_measurement_when_it_is_t
 
 def test_a_server_that_is_not_a_replica_has_no_lag(db: object) -> None:
     assert measure_lag(db) == 0.0  # type: ignore[arg-type]  # the session's database: a primary
+
+
+def test_a_server_that_cannot_tell_its_lag_is_read_with_no_lag_known(database_url: str) -> None:
+    """An engine without the replay functions (here: a role that may not call one) gives None, not an error."""
+    import uuid
+
+    from psycopg.conninfo import make_conninfo
+
+    from rag.store.connection import connect
+
+    role = f"rag_no_lag_{uuid.uuid4().hex[:8]}"
+    with connect(database_url, register=False) as admin:
+        admin.execute(f"CREATE ROLE {role} LOGIN")
+        admin.execute("REVOKE EXECUTE ON FUNCTION pg_last_wal_receive_lsn() FROM PUBLIC")
+        try:
+            with connect(make_conninfo(database_url, user=role), register=False) as conn:
+                assert measure_lag(conn) is None
+                assert conn.execute("SELECT 1").fetchone() == (1,)  # the connection is still usable
+        finally:
+            admin.execute("GRANT EXECUTE ON FUNCTION pg_last_wal_receive_lsn() TO PUBLIC")
+            admin.execute(f"DROP ROLE {role}")

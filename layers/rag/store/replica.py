@@ -179,7 +179,17 @@ def close_reader_pool() -> None:
 
 
 def measure_lag(conn: psycopg.Connection) -> float | None:
-    row = conn.execute(LAG_SQL, prepare=False).fetchone()
+    """The reader's lag in seconds (``LAG_SQL``); None where the server cannot tell (an engine without these functions).
+
+    Raises ``psycopg.OperationalError`` when the connection fails: the reader is then unhealthy, not unmeasurable.
+    """
+    try:
+        row = conn.execute(LAG_SQL, prepare=False).fetchone()
+    except psycopg.OperationalError:
+        raise
+    except psycopg.Error as exc:  # e.g. a function an engine does not offer: no lag known, as for NULL
+        logger.warning("the reader's lag cannot be measured: %s", exc)
+        return None
     return None if row is None or row[0] is None else max(0.0, float(row[0]))
 
 
@@ -254,6 +264,7 @@ class Connections:
                               settings.database_reader_recheck_seconds)  # fmt: skip
             if health.avoided(self.clock()):
                 logger.warning("the reader lags %.1f s behind the writer; reading the writer", lag)
+                self._release_reader()
                 return None
         return conn
 
