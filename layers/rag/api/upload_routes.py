@@ -8,6 +8,8 @@ bucket's notification ingests the object as any other upload.
 from __future__ import annotations
 
 import logging
+from functools import lru_cache
+from typing import Any
 from urllib.parse import urlsplit
 
 from aws_lambda_powertools.event_handler import Response, content_types
@@ -24,13 +26,19 @@ router = APIGatewayHttpRouter()  # type: ignore[no-untyped-call]  # Powertools l
 DEFAULT_CONTENT_TYPE = "application/octet-stream"
 
 
-def presigned_put(settings: Settings, bucket: str, key: str, content_type: str) -> str:
-    from rag.aws import s3_client
+@lru_cache(maxsize=4)
+def _signer(region: str, endpoint_url: str | None) -> Any:
+    """An S3 client that presigns with SigV4 (botocore's default for presigned S3 URLs is the retired SigV2)."""
+    import boto3
+    from botocore.config import Config
 
+    return boto3.client("s3", region_name=region, endpoint_url=endpoint_url, config=Config(signature_version="s3v4"))
+
+
+def presigned_put(settings: Settings, bucket: str, key: str, content_type: str) -> str:
     params = {"Bucket": bucket, "Key": key, "ContentType": content_type}
-    url: str = s3_client(settings).generate_presigned_url(
-        "put_object", Params=params, ExpiresIn=settings.upload_url_seconds, HttpMethod="PUT"
-    )
+    signer = _signer(settings.aws_region, settings.aws_endpoint_url)
+    url: str = signer.generate_presigned_url("put_object", Params=params, ExpiresIn=settings.upload_url_seconds, HttpMethod="PUT")
     return url
 
 
