@@ -20,6 +20,7 @@ import base64
 import io
 import json
 import logging
+import re
 import socket
 import threading
 import time
@@ -36,6 +37,7 @@ logger = logging.getLogger("rag.api")
 MAX_BODY_BYTES = 6 * 1024 * 1024  # Lambda's synchronous payload limit
 CLIENT_TIMEOUT_SECONDS = 30.0  # API Gateway's own limit on an integration is 30 s
 MAX_CONNECTIONS = 64  # connections served at once, a thread each
+QUERY_STRING = re.compile(r"\?[^\s\"']*")  # what is left out of logged lines (an OIDC code, a key in a bad URL)
 
 
 def error_body(code: str, message: str) -> str:
@@ -169,8 +171,16 @@ class QueryRequestHandler(BaseHTTPRequestHandler):
         self.reader.stop()  # the head is in
         return parsed
 
+    def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
+        """The access line without the query string: the page's address may hold an OIDC ``?code=``."""
+        if self.command and hasattr(self, "path"):
+            line = f"{self.command} {urlsplit(self.path).path}"
+        else:  # a request line that did not parse
+            line = QUERY_STRING.sub("?…", getattr(self, "requestline", ""))
+        logger.info('%s "%s" %s %s', self.address_string(), line, code, size)
+
     def log_message(self, fmt: str, *args: Any) -> None:
-        logger.info("%s %s", self.address_string(), fmt % args)
+        logger.info("%s %s", self.address_string(), QUERY_STRING.sub("?…", fmt % args))
 
     def _serve(self) -> None:
         values = self.headers.get_all("Content-Length") or []
@@ -193,7 +203,7 @@ class QueryRequestHandler(BaseHTTPRequestHandler):
             result = self.query(event, LocalContext(function_name="query"))
         except Exception:
             # What API Gateway answers when the integration fails.
-            logger.exception("query handler failed on %s %s", self.command, self.path)
+            logger.exception("query handler failed on %s %s", self.command, urlsplit(self.path).path)
             result = {
                 "statusCode": 500,
                 "headers": {"Content-Type": "application/json"},

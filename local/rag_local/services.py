@@ -124,6 +124,9 @@ def main() -> None:
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     logging.getLogger("werkzeug").setLevel(logging.WARNING)  # moto's access log: lines per second, in a log that is kept
+    if not os.environ.get("RAG_UPLOAD_BUCKET"):  # the page's uploads go to the local bucket (AWS: the documents bucket)
+        os.environ["RAG_UPLOAD_BUCKET"] = get_settings().local_bucket
+        get_settings.cache_clear()
     settings = get_settings()
     s3, sqs = s3_client(settings), sqs_client(settings)
     mirror = Mirror.for_settings(settings)

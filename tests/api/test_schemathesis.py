@@ -20,8 +20,13 @@ schema = schemathesis.openapi.from_dict(json.loads(openapi_json()))
 
 @pytest.fixture(scope="module")
 def base_url(corpus):
+    import os
+
     from rag.config import get_settings
     from rag_local.api_server import make_server
+
+    os.environ["RAG_UPLOAD_BUCKET"] = "schema-uploads"  # POST /v1/uploads presigns (offline) instead of a 503
+    get_settings.cache_clear()
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -32,6 +37,8 @@ def base_url(corpus):
     yield f"http://127.0.0.1:{port}"
     server.shutdown()
     server.server_close()
+    os.environ.pop("RAG_UPLOAD_BUCKET", None)
+    get_settings.cache_clear()
 
 
 @pytest.mark.slow

@@ -61,6 +61,7 @@ def test_up_ingest_status_down(tmp_path, database_url):
     try:
         assert up.returncode == 0, up.stderr
         assert "bucket       cli-test" in up.stdout
+        assert_uploads_go_to_the_local_bucket(env)
 
         ingest = rag("ingest", str(docs), "--project", "cli-demo", "--quiet", "--timeout", "120")
         assert ingest.returncode == 1  # one file failed
@@ -213,3 +214,22 @@ def test_backfill_through_the_synthesized_state_machine(db, local_embedder, caps
     assert "segment  1 processed, 0 failed, 0 remaining after 1 iterations" in out
     assert "extract  1 processed, 0 failed, 0 remaining after 1 iterations" in out
     assert db.execute("SELECT status FROM documents").fetchone()[0] == "extracted"
+
+
+def assert_uploads_go_to_the_local_bucket(env: dict[str, str]) -> None:
+    """`rag up`'s API presigns the page's uploads for the local bucket on the local moto server."""
+    import json
+    import urllib.request
+
+    api = f"http://127.0.0.1:{env['RAG_LOCAL_API_PORT']}"
+    with urllib.request.urlopen(f"{api}/config.json", timeout=30) as response:
+        assert json.loads(response.read())["upload"] is True
+    request = urllib.request.Request(
+        f"{api}/v1/uploads",
+        data=json.dumps({"project_id": "cli-demo", "filename": "notes.txt"}).encode(),
+        headers={"Authorization": "Bearer dev-local-key", "Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=30) as response:
+        ticket = json.loads(response.read())
+    moto = f"http://127.0.0.1:{env['RAG_LOCAL_MOTO_PORT']}"
+    assert ticket["url"].startswith(f"{moto}/cli-test/tenants/default/projects/cli-demo/notes.txt?")
