@@ -23,3 +23,19 @@ def test_health_is_503_when_the_database_refuses_connections(database_url, close
     response = request("/health")
     assert response["statusCode"] == 503
     assert json.loads(response["body"]) == {"status": "unavailable", "database": "unavailable", "version": "1.0.0"}
+
+
+def test_health_is_503_when_the_database_accepts_but_never_answers(database_url, monkeypatch):
+    """A server that takes the connection and then says nothing: the check gives up instead of waiting with it."""
+    import socket
+
+    from rag.config import get_settings
+
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)  # the kernel completes the handshakes; nobody ever reads or writes
+        monkeypatch.setenv("DATABASE_URL", f"postgresql://postgres@127.0.0.1:{silent.getsockname()[1]}/rag")
+        get_settings.cache_clear()
+        response = request("/health")
+    assert response["statusCode"] == 503
+    assert json.loads(response["body"])["database"] == "unavailable"
