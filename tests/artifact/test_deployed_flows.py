@@ -315,6 +315,45 @@ def test_catalog_routes(query: LambdaProcess, ingest: dict[str, Any]) -> None:
     assert status == 200 and [t["name"] for t in body["anthropic"]][0] == "search"
 
 
+def page_event(path: str) -> dict[str, Any]:
+    """A GET of the page's routes, which have no authorizer: no identity in the event."""
+    event = http_event("GET", path)
+    route = "/assets/{proxy+}" if path.startswith("/assets/") else path
+    event["routeKey"] = event["requestContext"]["routeKey"] = f"GET {route}"
+    event["requestContext"].pop("authorizer")
+    event["pathParameters"] = {"proxy": path.removeprefix("/assets/")} if route != path else {}
+    return event
+
+
+def test_the_page_its_content_and_an_upload(stack: Stack, query: LambdaProcess, ingest: dict[str, Any]) -> None:
+    """The page's files ship in the layer and are served with their hashed names; the meeting view's content and the
+    upload ticket work from the layer (the PUT lands in the documents bucket at the caller's key)."""
+    import re
+
+    import requests
+
+    page = query.invoke(page_event("/")).value()
+    assert page["statusCode"] == 200 and page["headers"]["Content-Type"] == "text/html; charset=utf-8"
+    assert f"connect-src 'self' {stack.services.moto_url}" in page["headers"]["Content-Security-Policy"]
+    script = re.search(r'src="(/assets/app\.[0-9a-f]{12}\.js)"', page["body"])
+    assert script, page["body"]
+    asset = query.invoke(page_event(script.group(1))).value()
+    assert asset["statusCode"] == 200 and asset["headers"]["Cache-Control"] == "public, max-age=31536000, immutable"
+    health = query.invoke(page_event("/health")).value()
+    assert (health["statusCode"], json.loads(health["body"])["database"]) == (200, "ok")
+    assert json.loads(query.invoke(page_event("/config.json")).value()["body"])["upload"] is True
+    status, listed = call(query, "GET", "/v1/documents", query={"project_id": "warehouse"})
+    assert status == 200 and listed["counts"]["extracted"] == 1
+    status, content = call(query, "GET", f"/v1/documents/{listed['documents'][0]['document_id']}/content")
+    assert status == 200 and content["turns"] and content["items"] and content["text"]
+    status, ticket = call(query, "POST", "/v1/uploads", {"project_id": "remote", "filename": "uploaded notes.txt"})
+    assert status == 201 and ticket["key"] == "tenants/acme/projects/remote/uploaded notes.txt"
+    put = requests.put(ticket["url"], data=b"Maya: uploaded from the page.", headers=ticket["headers"], timeout=30)
+    assert put.status_code == 200, put.text
+    stored = stack.services.client("s3").get_object(Bucket=stack.services.bucket, Key=ticket["key"])
+    assert stored["Body"].read() == b"Maya: uploaded from the page."
+
+
 def test_ask_with_the_openai_compatible_model(stack: Stack, query: LambdaProcess) -> None:
     from tests.embedding.fake_openai import Assistant
 
