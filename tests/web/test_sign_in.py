@@ -13,6 +13,7 @@ import threading
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -23,24 +24,31 @@ from tests.web.fake_oidc import FakeOidc
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
-@pytest.fixture
-def oidc_site(database_url: str, monkeypatch: pytest.MonkeyPatch, browser: Any) -> Iterator[tuple[str, FakeOidc]]:
-    """The local API serving the page with sign-in through the fake provider: (the page's origin, the provider)."""
+@contextmanager
+def page_server(monkeypatch: pytest.MonkeyPatch, auth: str, oidc: dict[str, Any] | None = None) -> Iterator[str]:
+    """The local API (no worker, no moto: the page and its settings need neither) with ``RAG_WEB_AUTH=auth``."""
     from rag.config import Settings, get_settings
     from rag_local.api_server import make_server
 
-    with FakeOidc() as provider:
-        monkeypatch.setenv("RAG_WEB_AUTH", "oidc")
-        monkeypatch.setenv("RAG_WEB_OIDC", json.dumps(provider.config()))
+    monkeypatch.setenv("RAG_WEB_AUTH", auth)
+    if oidc is not None:
+        monkeypatch.setenv("RAG_WEB_OIDC", json.dumps(oidc))
+    get_settings.cache_clear()
+    server = make_server(Settings(), port=0)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
         get_settings.cache_clear()
-        server = make_server(Settings(), port=0)
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-        try:
-            yield f"http://127.0.0.1:{server.server_address[1]}", provider
-        finally:
-            server.shutdown()
-            server.server_close()
-            get_settings.cache_clear()
+
+
+@pytest.fixture
+def oidc_site(database_url: str, monkeypatch: pytest.MonkeyPatch, browser: Any) -> Iterator[tuple[str, FakeOidc]]:
+    """The local API serving the page with sign-in through the fake provider: (the page's origin, the provider)."""
+    with FakeOidc() as provider, page_server(monkeypatch, "oidc", provider.config()) as origin:
+        yield origin, provider
 
 
 def refusal(origin: str, token: str) -> str:
@@ -85,4 +93,18 @@ def test_an_answer_that_does_not_match_the_request_is_refused(browser, oidc_site
     assert "code=" not in page.url
     assert page.is_visible("main button:text-is('Sign in')")
     page.context.close()
+    assert list(problems) == []
+
+
+def test_with_the_page_off_it_says_why_and_asks_for_nothing(browser, database_url, monkeypatch, problems):
+    with page_server(monkeypatch, "off") as origin:
+        page = open_page(browser, problems)
+        api_calls: list[str] = []
+        page.on("request", lambda r: api_calls.append(r.url) if "/v1/" in r.url else None)
+        page.goto(f"{origin}/")
+        page.wait_for_selector("h1:text-is('The page is off')")
+        reason = json.loads(urllib.request.urlopen(f"{origin}/config.json", timeout=30).read())["auth"]["reason"]
+        assert page.inner_text("main p") == reason
+        assert api_calls == [] and page.locator("#api-key").count() == 0 and page.is_hidden("#tabs")
+        page.context.close()
     assert list(problems) == []
