@@ -55,6 +55,15 @@ def test_a_wrong_key_is_asked_for_again_with_the_server_s_message(browser, stack
     assert list(problems) == []
 
 
+def test_sign_out_forgets_the_key(page, stack):
+    page.wait_for_selector(".card")
+    page.click("#sign-out")
+    page.wait_for_selector("#api-key:focus")
+    assert stored_key(page) is None
+    assert page.inner_text("#main [role=alert]") == "Signed out."
+    assert page.is_hidden("#sign-out") and page.is_hidden("#tabs")
+
+
 def focus_path(page, stop: str, limit: int = 40) -> list[str]:
     """Press Tab until the element matching ``stop`` has the focus; returns what had the focus on the way."""
     seen = []
