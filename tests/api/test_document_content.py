@@ -141,7 +141,13 @@ def test_another_tenants_document_is_404(corpus):
     assert call("GET", "/v1/documents/00000000-0000-0000-0000-000000000000/content")[0] == 404
 
 
-@pytest.mark.parametrize("query", ["offset=-1", "limit=0", "limit=1000001", "offset=x"])
+def test_a_window_at_the_largest_offset_is_empty_and_one_past_it_is_422(corpus):
+    status, content = call("GET", f"/v1/documents/{corpus[REVIEW]}/content?offset=1000000000&limit=5")
+    assert status == 200 and (content["text"], content["turns"]) == ("", [])
+
+
+@pytest.mark.parametrize("query", ["offset=-1", "limit=0", "limit=1000001", "offset=x", "offset=1000000001",
+                                   "offset=3000000000"])  # fmt: skip
 def test_bad_window_parameters_are_422(corpus, query):
     status, body = call("GET", f"/v1/documents/{corpus[REVIEW]}/content?{query}")
     assert status == 422 and body["error"]["code"] == "validation_error"

@@ -29,6 +29,7 @@ router = APIGatewayHttpRouter()  # type: ignore[no-untyped-call]  # Powertools l
 # A window of a million characters is at most 4 MB of UTF-8 (6 MB with JSON escapes only for control-heavy text):
 # under Lambda's 6 MB response with the turns, segments and items beside it.
 MAX_WINDOW_CHARS = 1_000_000
+MAX_OFFSET = 1_000_000_000  # PostgreSQL text holds at most 1 GB: no body is longer, and the SQL takes an int
 
 
 def _source(row: dict[str, Any]) -> Source:
@@ -63,7 +64,7 @@ def documents(
 )
 def document_content(
     document_id: Annotated[UUID, Path()],
-    offset: Annotated[int, Query(ge=0, description="the window's first character in the body")] = 0,
+    offset: Annotated[int, Query(ge=0, le=MAX_OFFSET, description="the window's first character in the body")] = 0,
     limit: Annotated[int, Query(ge=1, le=MAX_WINDOW_CHARS, description="the window's length in characters")] = 200_000,
 ) -> DocumentContent:
     from rag.store.documents_view import document_items, document_segments, document_window

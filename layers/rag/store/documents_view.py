@@ -56,10 +56,10 @@ def document_window(conn: psycopg.Connection, tenant_id: str, document_id: str, 
         conn,
         """SELECT d.id::text AS document_id, d.project_id, d.kind, d.format, d.title, d.meeting_date, d.participants,
                   d.status, d.source_uri, coalesce(char_length(d.body), 0) AS length,
-                  coalesce(substr(d.body, %(offset)s + 1, %(limit)s), '') AS text,
+                  coalesce(substr(d.body, %(offset)s::int + 1, %(limit)s::int), '') AS text,
                   (SELECT coalesce(jsonb_agg(jsonb_build_array(t.position - 1, t.turn) ORDER BY t.position), '[]')
                    FROM jsonb_array_elements(coalesce(d.turns, '[]')) WITH ORDINALITY AS t(turn, position)
-                   WHERE (t.turn ->> 1)::int < %(offset)s + %(limit)s AND (t.turn ->> 2)::int > %(offset)s) AS turns
+                   WHERE (t.turn ->> 1)::int < %(offset)s::int + %(limit)s::int AND (t.turn ->> 2)::int > %(offset)s::int) AS turns
            FROM documents d WHERE d.tenant_id = %(tenant)s AND d.id = %(id)s""",
         {"tenant": tenant_id, "id": document_id, "offset": offset, "limit": limit},
     )
