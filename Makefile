@@ -44,8 +44,8 @@ demo: $(STAMP)
 	$(BIN)/rag ingest examples/transcripts --project demo
 	$(BIN)/rag search "what did we decide about the battery?" --project demo
 	$(BIN)/rag ask "who will update the enclosure drawings, and by when?" --project demo
-	@$(BIN)/python -c "from rag.config import Settings; s = Settings(); key = next(iter(s.api_key_tenants), 'a key of RAG_API_KEYS'); \
-		print(f'The web page: http://127.0.0.1:{s.local_api_port}/ (API key: {key})')"
+	@$(BIN)/python -c "from rag.config import Settings; s = Settings(); key = next(iter(s.api.key_tenants), 'a key of RAG_API_KEYS'); \
+		print(f'The web page: http://127.0.0.1:{s.local.api_port}/ (API key: {key})')"
 
 # Debian's Chromium for the browser tests (tests/web): Playwright (a dev dependency) drives /usr/bin/chromium and
 # never downloads a browser of its own. Installed as root (CI); elsewhere the browser tests say they were skipped.

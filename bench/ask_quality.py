@@ -123,7 +123,7 @@ def ask_all(folders: Sequence[Path], questions: Sequence[Question], batch_size: 
     quiet_powertools()
     with bench_database() as url:
         settings = Settings(database_url=url, llm_provider="none")
-        print(f"database ready; embedding with {settings.embedding_model_id}, no chat model", flush=True)
+        print(f"database ready; embedding with {settings.embedding.model_id}, no chat model", flush=True)
         migrate_database(settings, url)
         embedder = get_embedder(settings)
         with connect(url) as conn:

@@ -76,12 +76,12 @@ def server_url(stack: ExitStack) -> str:
     from rag_local import postgres
 
     settings = Settings()
-    if settings.database_url:
-        return settings.database_url
-    pgdata = (REPO / settings.local_dir / "pgdata").resolve()
-    if postgres.start(pgdata, settings.local_pg_port):
+    if settings.database.url:
+        return settings.database.url
+    pgdata = (REPO / settings.local.dir / "pgdata").resolve()
+    if postgres.start(pgdata, settings.local.pg_port):
         stack.callback(postgres.stop, pgdata)
-    return postgres.server_url(settings.local_pg_port)
+    return postgres.server_url(settings.local.pg_port)
 
 
 def first_request(name: str, stack: Any) -> Any:

@@ -19,14 +19,14 @@ FILTERS = (("1%", ["p1"]), ("10%", ["p10"]), ("100%", []))
 def bench_database(keep: str | None = None) -> Iterator[str]:
     """A new database, dropped afterwards; or the database ``keep``, created if missing and kept."""
     settings = Settings()
-    if settings.database_url:
-        server, started = settings.database_url, False
+    if settings.database.url:
+        server, started = settings.database.url, False
     else:
         from rag_local import postgres
 
-        pgdata = (REPO_ROOT / settings.local_dir / "pgdata").resolve()
-        started = postgres.start(pgdata, settings.local_pg_port, settings.local_pg_shared_buffers)
-        server = postgres.server_url(settings.local_pg_port)
+        pgdata = (REPO_ROOT / settings.local.dir / "pgdata").resolve()
+        started = postgres.start(pgdata, settings.local.pg_port, settings.local.pg_shared_buffers)
+        server = postgres.server_url(settings.local.pg_port)
     name = keep or f"rag_bench_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(server, autocommit=True) as admin:
         if admin.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone() is None:
@@ -40,7 +40,7 @@ def bench_database(keep: str | None = None) -> Iterator[str]:
         if started:
             from rag_local import postgres
 
-            postgres.stop((REPO_ROOT / settings.local_dir / "pgdata").resolve())
+            postgres.stop((REPO_ROOT / settings.local.dir / "pgdata").resolve())
 
 
 def exact_top10(conn, queries) -> dict[str, list[set[int]]]:

@@ -62,12 +62,12 @@ def sample_chunks(transcripts: Path, limit: int) -> list[str]:
     """Index texts of the first ``limit`` chunks, files taken in name order."""
     counter = LocalEmbedder(Settings(embedding_provider="local", embedding_model=None))
     settings = Settings()
-    max_tokens = min(settings.chunk_tokens, counter.max_input_tokens)
+    max_tokens = min(settings.ingest.chunk_tokens, counter.max_input_tokens)
     texts: list[str] = []
     for path in sorted(transcripts.glob("*/*.txt")):
         parsed = parse_document(path.read_bytes(), path.name)
         chunks = chunk_document(
-            parsed, lambda text: counter.count_tokens(index_text(text)), max_tokens, settings.chunk_overlap_tokens
+            parsed, lambda text: counter.count_tokens(index_text(text)), max_tokens, settings.ingest.chunk_overlap_tokens
         )
         texts.extend(index_text(chunk.text).strip() or chunk.text for chunk in chunks)
         if len(texts) >= limit:
@@ -166,7 +166,7 @@ def main() -> int:
     parser.add_argument("--chunks", type=int, default=300)
     parser.add_argument("--threads", type=int, default=2, help="fixed for every model (default 2)")
     parser.add_argument("--models", default=",".join(LOADERS), help=f"comma-separated, from {', '.join(LOADERS)}")
-    parser.add_argument("--batch-size", type=int, default=Settings().embedding_batch_size)
+    parser.add_argument("--batch-size", type=int, default=Settings().embedding.batch_size)
     parser.add_argument("--verify", action="store_true", help="check installed files against the upstream checksums first")
     args = parser.parse_args()
     names = [n.strip() for n in args.models.split(",") if n.strip()]

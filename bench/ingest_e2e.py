@@ -39,7 +39,7 @@ def main() -> int:
     load_started = time.perf_counter()
     embedder.embed(["warm up"])
     load_seconds = time.perf_counter() - load_started
-    max_tokens = min(settings.chunk_tokens, embedder.max_input_tokens)
+    max_tokens = min(settings.ingest.chunk_tokens, embedder.max_input_tokens)
     timings = {"parse+chunk": 0.0, "embed": 0.0, "write": 0.0}
     n_chunks = n_turns = 0
     with bench_database() as url:
@@ -48,7 +48,7 @@ def main() -> int:
             for path in files:
                 t0 = time.perf_counter()
                 parsed = parse_document(path.read_bytes(), path.name)
-                chunks = chunk_document(parsed, embedder.count_tokens, max_tokens, settings.chunk_overlap_tokens)
+                chunks = chunk_document(parsed, embedder.count_tokens, max_tokens, settings.ingest.chunk_overlap_tokens)
                 t1 = time.perf_counter()
                 vectors = embedder.embed([c.text for c in chunks])
                 t2 = time.perf_counter()
@@ -67,7 +67,7 @@ def main() -> int:
                 print(f"  {path.parent.name}/{path.name}: {len(parsed.turns)} turns, {len(chunks)} chunks", flush=True)
     total = sum(timings.values())
     print(
-        f"\n{len(files)} transcripts, {n_turns} turns, {n_chunks} chunks (max {max_tokens} tokens, overlap {settings.chunk_overlap_tokens})"
+        f"\n{len(files)} transcripts, {n_turns} turns, {n_chunks} chunks (max {max_tokens} tokens, overlap {settings.ingest.chunk_overlap_tokens})"
     )
     print(f"model load {load_seconds:.1f} s (once per process, not counted below)")
     for stage, seconds in timings.items():

@@ -346,8 +346,8 @@ def ingest(conn: Any, settings: Any, embedder: Any, folder: Path, tenant: str) -
             meeting_date=fields.meeting_date or parsed.meeting_date,
             participants=parsed.participants or list(dict.fromkeys(t.speaker for t in parsed.turns)),
         )
-        max_tokens = min(settings.chunk_tokens, embedder.max_input_tokens)
-        chunks = chunk_document(parsed, embedder.count_tokens, max_tokens, settings.chunk_overlap_tokens)
+        max_tokens = min(settings.ingest.chunk_tokens, embedder.max_input_tokens)
+        chunks = chunk_document(parsed, embedder.count_tokens, max_tokens, settings.ingest.chunk_overlap_tokens)
         vectors = embedder.embed([c.text for c in chunks])
         source = repo.SourceObject(tenant_id=tenant, project_id=folder.name, bucket="bench", key=key)
         repo.replace_document(conn, source, fields, parsed, chunks, vectors, embedder.model_id)
@@ -457,7 +457,7 @@ def _measure(
     tenant = "bench"
     with bench_database() as url:
         settings = Settings(database_url=url) if keep_llm else Settings(database_url=url, llm_provider="none")
-        print(f"database ready; embedding with {settings.embedding_model_id}, chat model: {settings.llm_provider}", flush=True)
+        print(f"database ready; embedding with {settings.embedding.model_id}, chat model: {settings.llm.provider}", flush=True)
         migrate_database(settings, url)
         embedder = get_embedder(settings)
         with connect(url) as conn:

@@ -195,11 +195,11 @@ def ingest_once(conn: psycopg.Connection, provider: str, settings: Settings, emb
     """One file through the phases of ``Ingestor._prepare`` and ``replace_document``, each timed."""
     data = synthetic_transcript(int(mb * MB))
     key = f"projects/bench/{provider}-{mb}mb-{uuid.uuid4().hex[:6]}.txt"
-    max_tokens = min(settings.chunk_tokens, embedder.max_input_tokens)
+    max_tokens = min(settings.ingest.chunk_tokens, embedder.max_input_tokens)
 
     def parse_and_chunk() -> tuple[Any, Any]:
         parsed = parse_document(data, PurePosixPath(key).name)
-        return parsed, chunk_document(parsed, embedder.count_tokens, max_tokens, settings.chunk_overlap_tokens)
+        return parsed, chunk_document(parsed, embedder.count_tokens, max_tokens, settings.ingest.chunk_overlap_tokens)
 
     log(f"{provider} {mb} MB: parse + chunk ({max_tokens} tokens max)")
     (parsed, chunks), t_chunk = timed(parse_and_chunk)
@@ -211,7 +211,7 @@ def ingest_once(conn: psycopg.Connection, provider: str, settings: Settings, emb
     _, t_write = timed(
         lambda: repo.replace_document(
             conn, source, fields, parsed, chunks, vectors, embedder.model_id,
-            statement_timeout_ms=settings.write_statement_timeout_ms,
+            statement_timeout_ms=settings.database.write_statement_timeout_ms,
         )
     )  # fmt: skip
     row = Row(provider, mb, len(chunks), t_chunk, t_embed, t_write)
@@ -240,7 +240,7 @@ def table(rows: list[Row], args: argparse.Namespace) -> str:
     if "openai" in args.providers:
         lines.append(
             f"\\* ASSUMED latency: {args.openai_latency_ms:g} ms per OpenAI request of up to "
-            f"{Settings().embedding_batch_size} texts (fake server on localhost), requests sent one after another."
+            f"{Settings().embedding.batch_size} texts (fake server on localhost), requests sent one after another."
         )
     if "bedrock" in args.providers:
         lines.append(

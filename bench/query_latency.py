@@ -101,7 +101,7 @@ def configured_ef_search(conn, settings) -> int:
     from rag.store.schema import embedding_index_name
 
     size = scope_size(conn, SearchScope("bench"), embedding_index_name("chunks", MODEL, 384))
-    return size.ef_search(settings.hnsw_ef_search, settings.hnsw_ef_search_rows, settings.hnsw_ef_search_max)
+    return size.ef_search(settings.search.hnsw_ef_search, settings.search.hnsw_ef_search_rows, settings.search.hnsw_ef_search_max)
 
 
 def timed(run, queries, exact) -> tuple[float, float, float]:

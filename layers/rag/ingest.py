@@ -80,7 +80,7 @@ class IngestResult:
 
 @dataclass(frozen=True)
 class FetchedObject:
-    data: bytes | None  # None: over the size limit (Settings.max_object_bytes), left unread
+    data: bytes | None  # None: over the size limit (Settings.ingest.max_object_bytes), left unread
     head: dict[str, Any]  # the GetObject response without its body: VersionId, ETag, Metadata
 
 
@@ -100,7 +100,7 @@ class Ingestor:
         """Apply one change; ``embed_until`` (a ``time.monotonic()`` instant) bounds the embedding step."""
         started = time.perf_counter()
         try:
-            location = location_from_key(change.key, self.settings.default_tenant)
+            location = location_from_key(change.key, self.settings.ingest.default_tenant)
         except InvalidObjectKey as exc:
             return IngestResult("rejected", change.key, error=str(exc))
         if is_sidecar(change.key):
@@ -157,7 +157,7 @@ class Ingestor:
             )
             if fetched.data is None:
                 size = fetched.head.get("ContentLength")
-                limit = self.settings.max_object_bytes
+                limit = self.settings.ingest.max_object_bytes
                 raise ParseError(f"file is {size} bytes; the limit is {limit} bytes (RAG_MAX_OBJECT_BYTES)")
             fields, parsed = self._parse(change, fetched.data, stated)
             if (
@@ -177,7 +177,7 @@ class Ingestor:
                 source,
                 lambda conn: repo.replace_document(
                     conn, source, fields, parsed, chunks, vectors, self.embedder.model_id,
-                    statement_timeout_ms=self.settings.write_statement_timeout_ms,
+                    statement_timeout_ms=self.settings.database.write_statement_timeout_ms,
                 ),
                 "ingested",
                 len(chunks),
@@ -216,8 +216,8 @@ class Ingestor:
         chunks = chunk_document(
             parsed,
             self.embedder.count_tokens,
-            max_tokens=min(self.settings.chunk_tokens, self.embedder.max_input_tokens),
-            overlap_tokens=self.settings.chunk_overlap_tokens,
+            max_tokens=min(self.settings.ingest.chunk_tokens, self.embedder.max_input_tokens),
+            overlap_tokens=self.settings.ingest.chunk_overlap_tokens,
         )
         return chunks, self._embed(source, chunks, embed_until)
 
@@ -229,7 +229,7 @@ class Ingestor:
             with self.connections() as conn:
                 done = checkpoints.load(conn, source, model_id)
         todo = [chunk for chunk in chunks if chunk.index not in done]
-        step = self.settings.embedding_batch_size
+        step = self.settings.embedding.batch_size
         fresh: dict[int, Any] = {}
         for start in range(0, len(todo), step):
             batch = todo[start : start + step]
@@ -280,7 +280,7 @@ class Ingestor:
         except self.s3.exceptions.NoSuchKey:
             return None
         body = response.pop("Body")
-        if (response.get("ContentLength") or 0) > self.settings.max_object_bytes:
+        if (response.get("ContentLength") or 0) > self.settings.ingest.max_object_bytes:
             body.close()
             return FetchedObject(None, response)
         return FetchedObject(body.read(), response)

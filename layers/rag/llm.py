@@ -34,9 +34,14 @@ def chat_client(settings: Settings) -> Any:
     """One client per configuration and warm process."""
     from rag.embedding.openai import openai_client
 
-    key = (settings.openai_base_url, settings.openai_api_key_secret, settings.llm_max_retries, settings.llm_timeout_seconds)
+    key = (
+        settings.embedding.openai_base_url,
+        settings.embedding.openai_api_key_secret,
+        settings.llm.max_retries,
+        settings.llm.timeout_seconds,
+    )
     if key not in _clients:
-        _clients[key] = openai_client(settings, max_retries=settings.llm_max_retries, timeout=settings.llm_timeout_seconds)
+        _clients[key] = openai_client(settings, max_retries=settings.llm.max_retries, timeout=settings.llm.timeout_seconds)
     return _clients[key]
 
 
@@ -91,14 +96,14 @@ def structured_completion(settings: Settings, *, system: str, user: str, respons
     """
     import openai
 
-    name = f"LLM {settings.llm_model}"
+    name = f"LLM {settings.llm.model}"
     client = chat_client(settings)
-    attempts = settings.llm_max_retries + 1
+    attempts = settings.llm.max_retries + 1
     for attempt in range(1, attempts + 1):
         try:
             # The SDK builds the strict JSON schema from response_model; the body is read here (first_choice).
             raw = client.chat.completions.with_raw_response.parse(
-                model=settings.llm_model,
+                model=settings.llm.model,
                 messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
                 response_format=response_model,
                 temperature=0,

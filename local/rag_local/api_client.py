@@ -23,9 +23,9 @@ class ApiError(RuntimeError):
 
 def post(settings: Settings, path: str, body: dict[str, Any], *, api_key: str | None = None) -> dict[str, Any]:
     """POST ``body`` as JSON to ``path`` (e.g. ``/v1/search``); ``api_key`` defaults to the first of RAG_API_KEYS."""
-    key = api_key or next(iter(settings.api_key_tenants), "")
+    key = api_key or next(iter(settings.api.key_tenants), "")
     request = urllib.request.Request(
-        f"http://127.0.0.1:{settings.local_api_port}{path}",
+        f"http://127.0.0.1:{settings.local.api_port}{path}",
         data=json.dumps(body).encode(),
         headers={"Content-Type": "application/json", "Authorization": f"Bearer {key}"},
         method="POST",
@@ -37,14 +37,14 @@ def post(settings: Settings, path: str, body: dict[str, Any], *, api_key: str | 
     except urllib.error.HTTPError as exc:
         raise ApiError(f"HTTP {exc.code}: {exc.read().decode(errors='replace')}") from exc
     except urllib.error.URLError as exc:
-        raise ApiError(f"the API is not reachable on 127.0.0.1:{settings.local_api_port} ({exc.reason}): run `rag up`") from exc
+        raise ApiError(f"the API is not reachable on 127.0.0.1:{settings.local.api_port} ({exc.reason}): run `rag up`") from exc
 
 
 def get(settings: Settings, path: str, *, api_key: str | None = None) -> str:
     """GET ``path`` (with its query string): the body as text (JSON or, e.g., a Markdown brief)."""
-    key = api_key or next(iter(settings.api_key_tenants), "")
+    key = api_key or next(iter(settings.api.key_tenants), "")
     request = urllib.request.Request(
-        f"http://127.0.0.1:{settings.local_api_port}{path}", headers={"Authorization": f"Bearer {key}"}, method="GET"
+        f"http://127.0.0.1:{settings.local.api_port}{path}", headers={"Authorization": f"Bearer {key}"}, method="GET"
     )
     try:
         with urllib.request.urlopen(request, timeout=TIMEOUT_SECONDS) as response:
@@ -52,4 +52,4 @@ def get(settings: Settings, path: str, *, api_key: str | None = None) -> str:
     except urllib.error.HTTPError as exc:
         raise ApiError(f"HTTP {exc.code}: {exc.read().decode(errors='replace')}") from exc
     except urllib.error.URLError as exc:
-        raise ApiError(f"the API is not reachable on 127.0.0.1:{settings.local_api_port} ({exc.reason}): run `rag up`") from exc
+        raise ApiError(f"the API is not reachable on 127.0.0.1:{settings.local.api_port} ({exc.reason}): run `rag up`") from exc

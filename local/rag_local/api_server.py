@@ -281,11 +281,11 @@ def make_server(
     attributes = {
         "timeout": timeout,
         "client_timeout": timeout,
-        "keys": settings.api_key_tenants,
+        "keys": settings.api.key_tenants,
         "query": staticmethod(load_handler_module("query").lambda_handler),
     }
     handler = type("LocalQueryRequestHandler", (QueryRequestHandler,), attributes)
-    return LocalApiServer(("127.0.0.1", settings.local_api_port if port is None else port), handler, max_connections)
+    return LocalApiServer(("127.0.0.1", settings.local.api_port if port is None else port), handler, max_connections)
 
 
 BUSY_BODY = error_body("too_many_connections", "the server has as many connections as it serves at once; retry shortly").encode()

@@ -48,7 +48,7 @@ def run_backfill(
     failed_any = False
     for stage in stages:
         with connect(resolve_database_url(settings)) as conn:
-            pending = count_remaining(conn, stage, settings.embedding_model_id)
+            pending = count_remaining(conn, stage, settings.embedding.model_id)
         budget = min(pending, limit) if limit is not None else pending
         total = budget if until_complete else min(budget, batch_size)
         previous: dict[str, Any] = {}
@@ -121,4 +121,4 @@ def pending(settings: Settings) -> int:
     from rag.store.connection import connect, resolve_database_url
 
     with connect(resolve_database_url(settings)) as conn:
-        return sum(count_remaining(conn, stage, settings.embedding_model_id) for stage in STAGES)
+        return sum(count_remaining(conn, stage, settings.embedding.model_id) for stage in STAGES)

@@ -59,7 +59,7 @@ class Mirror:
 
     @classmethod
     def for_settings(cls, settings: Settings) -> Mirror:
-        return cls(settings.local_dir / "s3", settings.local_bucket)
+        return cls(settings.local.dir / "s3", settings.local.bucket)
 
     def _path(self, key: str) -> Path:
         return self.directory / f"{hashlib.sha256(key.encode()).hexdigest()}.obj"

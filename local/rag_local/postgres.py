@@ -27,7 +27,7 @@ SUPERUSER = "postgres"
 
 def is_used(settings: Settings) -> bool:
     """Whether ``rag up``/``rag down`` run this embedded server: no database was configured."""
-    return not settings.database_url and not settings.database_secret_arn
+    return not settings.database.url and not settings.database.secret_arn
 
 
 def _system_user() -> str | None:

@@ -40,10 +40,10 @@ class LocalQueue:
 def local_aws_environment(settings: Settings) -> dict[str, str]:
     """Environment that points boto3 (and the AWS CLI) at the local moto server."""
     return {
-        "AWS_ENDPOINT_URL": f"http://127.0.0.1:{settings.local_moto_port}",
+        "AWS_ENDPOINT_URL": f"http://127.0.0.1:{settings.local.moto_port}",
         "AWS_ACCESS_KEY_ID": os.environ.get("AWS_ACCESS_KEY_ID", "testing"),
         "AWS_SECRET_ACCESS_KEY": os.environ.get("AWS_SECRET_ACCESS_KEY", "testing"),
-        "AWS_DEFAULT_REGION": settings.aws_region,
+        "AWS_DEFAULT_REGION": settings.aws.region,
     }
 
 
@@ -125,17 +125,17 @@ def main() -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     logging.getLogger("werkzeug").setLevel(logging.WARNING)  # moto's access log: lines per second, in a log that is kept
     if not os.environ.get("RAG_UPLOAD_BUCKET"):  # the page's uploads go to the local bucket (AWS: the documents bucket)
-        os.environ["RAG_UPLOAD_BUCKET"] = get_settings().local_bucket
+        os.environ["RAG_UPLOAD_BUCKET"] = get_settings().local.bucket
         get_settings.cache_clear()
     settings = get_settings()
     s3, sqs = s3_client(settings), sqs_client(settings)
     mirror = Mirror.for_settings(settings)
     # Every S3 write to the bucket is on disk before moto acknowledges it (the restore's puts included).
-    server = MotoServer(settings.local_moto_port, on_s3_write=durable.write_through(s3, mirror))
+    server = MotoServer(settings.local.moto_port, on_s3_write=durable.write_through(s3, mirror))
     server.start()
-    queue = create_ingest_resources(s3, sqs, settings.local_bucket, settings.local_queue, settings.aws_region)
-    logger.info("moto on 127.0.0.1:%d, bucket %s, queue %s", settings.local_moto_port, settings.local_bucket, queue.url)
-    reconciler = durable.Reconciler(s3, sqs, mirror, queue.url, settings.aws_region, DOCUMENT_PREFIXES)
+    queue = create_ingest_resources(s3, sqs, settings.local.bucket, settings.local.queue, settings.aws.region)
+    logger.info("moto on 127.0.0.1:%d, bucket %s, queue %s", settings.local.moto_port, settings.local.bucket, queue.url)
+    reconciler = durable.Reconciler(s3, sqs, mirror, queue.url, settings.aws.region, DOCUMENT_PREFIXES)
     # Before anything reconciles: a fresh moto holds nothing, and the mirror is what the bucket held.
     restored = reconciler.restore()
     logger.info("restored %d objects from %s", len(restored), mirror.directory)
@@ -156,7 +156,7 @@ def main() -> None:
 
     api = make_server(settings)
     threading.Thread(target=api.serve_forever, name="query-api", daemon=True).start()
-    logger.info("query API on http://127.0.0.1:%d", settings.local_api_port)
+    logger.info("query API on http://127.0.0.1:%d", settings.local.api_port)
     # The backfill follows ingest, as the ingest function starts the state machine in AWS.
     from rag_local.backfill import follow_ingest
 

@@ -40,7 +40,7 @@ class ServicesDidNotStart(RuntimeError):
 
 
 def run_dir(settings: Settings) -> Path:
-    path = settings.local_dir / "run"
+    path = settings.local.dir / "run"
     path.mkdir(parents=True, exist_ok=True)
     return path
 
@@ -80,7 +80,7 @@ def is_zombie(pid: int) -> bool:
 
 def start_services(settings: Settings, timeout: float) -> Started:
     """Start ``python -m rag_local.services`` in a session of its own and wait until it logs READY_LINE."""
-    log_dir = settings.local_dir / "logs"
+    log_dir = settings.local.dir / "logs"
     log_dir.mkdir(parents=True, exist_ok=True)
     log_path = log_dir / "services.log"
     with open(log_path, "a") as log:

@@ -34,7 +34,7 @@ def base_url(corpus) -> Iterator[str]:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    server = make_server(get_settings().model_copy(update={"api_keys": "acme-key=acme,globex-key=globex"}), port)
+    server = make_server(get_settings().with_values(api_keys="acme-key=acme,globex-key=globex"), port)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     yield f"http://127.0.0.1:{port}"
     server.shutdown()

@@ -31,7 +31,7 @@ def base_url(corpus):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    server = make_server(get_settings().model_copy(update={"api_keys": "schema-key=acme"}), port)
+    server = make_server(get_settings().with_values(api_keys="schema-key=acme"), port)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{port}"

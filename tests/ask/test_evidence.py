@@ -62,7 +62,7 @@ def test_the_search_tool_gives_a_model_the_keyword_evidence(platform):
     from rag.config import get_settings
     from rag.store.connection import connect
 
-    with connect(get_settings().database_url) as conn:
+    with connect(get_settings().database.url) as conn:
         ctx = ToolContext(conn, get_settings(), "initech", ("platform",))
         result = TOOLS["search"].call(ctx, {"query": "What did we decide about the cutover?"})
 
@@ -92,7 +92,7 @@ def test_a_word_no_passage_holds_weighs_most_and_decision_words_not_at_all(platf
     from rag.config import get_settings
     from rag.store.connection import connect
 
-    with connect(get_settings().database_url) as conn:
+    with connect(get_settings().database.url) as conn:
         weights = term_weights(conn, "initech", ["platform"], "decided cutover snowmobile")
         covered = term_coverage(conn, weights, ["Then we decided: cutover stays on Thursday.", "Nothing relevant here."])
 

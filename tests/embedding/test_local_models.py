@@ -52,9 +52,9 @@ def test_the_table_pins_every_file_that_shapes_a_vector():
 
 
 def test_settings_give_each_local_model_its_dimension():
-    assert Settings(embedding_provider="local").resolved_embedding_dimension == 384
+    assert Settings(embedding_provider="local").embedding.resolved_dimension == 384
     mpnet = Settings(embedding_provider="local", embedding_model="all-mpnet-base-v2", embedding_runtime="onnx")
-    assert mpnet.resolved_embedding_dimension == 768 and mpnet.embedding_model_id == "local/all-mpnet-base-v2"
+    assert mpnet.embedding.resolved_dimension == 768 and mpnet.embedding.model_id == "local/all-mpnet-base-v2"
     embedder = LocalEmbedder(mpnet)  # nothing is read before the first use
     assert (embedder.dimension, embedder.max_input_tokens, embedder.model_id) == (768, 382, "local/all-mpnet-base-v2")
 

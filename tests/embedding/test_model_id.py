@@ -31,5 +31,5 @@ def test_settings_and_every_embedder_record_the_same_id():
 
     openai = Settings(embedding_provider="openai", embedding_dimension=256)
     bedrock = Settings(embedding_provider="bedrock", embedding_dimension=512)
-    assert OpenAIEmbedder(openai).model_id == openai.embedding_model_id == "openai/text-embedding-3-small@256"
-    assert BedrockEmbedder(bedrock).model_id == bedrock.embedding_model_id == "bedrock/amazon.titan-embed-text-v2:0@512"
+    assert OpenAIEmbedder(openai).model_id == openai.embedding.model_id == "openai/text-embedding-3-small@256"
+    assert BedrockEmbedder(bedrock).model_id == bedrock.embedding.model_id == "bedrock/amazon.titan-embed-text-v2:0@512"

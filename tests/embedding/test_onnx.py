@@ -39,14 +39,14 @@ def transcript_texts() -> list[str]:
 
 
 def test_int8_rows_record_their_own_model_id_and_fp32_onnx_keeps_torch_s():
-    assert Settings(embedding_runtime="torch").embedding_model_id == "local/all-MiniLM-L6-v2"
-    assert Settings(embedding_runtime="onnx").embedding_model_id == "local/all-MiniLM-L6-v2"
-    assert Settings(embedding_runtime="onnx-int8").embedding_model_id == "local/all-MiniLM-L6-v2-int8"
-    assert Settings(embedding_runtime="onnx-int8", embedding_model="all-mpnet-base-v2").embedding_model_id == (
+    assert Settings(embedding_runtime="torch").embedding.model_id == "local/all-MiniLM-L6-v2"
+    assert Settings(embedding_runtime="onnx").embedding.model_id == "local/all-MiniLM-L6-v2"
+    assert Settings(embedding_runtime="onnx-int8").embedding.model_id == "local/all-MiniLM-L6-v2-int8"
+    assert Settings(embedding_runtime="onnx-int8", embedding_model="all-mpnet-base-v2").embedding.model_id == (
         "local/all-mpnet-base-v2-int8"
     )
     # Only the local provider has runtimes.
-    assert Settings(embedding_provider="openai", embedding_runtime="onnx-int8").embedding_model_id == (
+    assert Settings(embedding_provider="openai", embedding_runtime="onnx-int8").embedding.model_id == (
         "openai/text-embedding-3-small"
     )
     embedder = LocalEmbedder(Settings(embedding_runtime="onnx-int8"))
@@ -208,8 +208,8 @@ def test_int8_rows_get_their_own_partial_index_and_are_searched_apart_from_fp32_
 
     int8 = embedders["onnx-int8"]
     settings = Settings(embedding_runtime="onnx-int8")
-    assert settings.embedding_model_id == int8.model_id
-    migrate(db, REPO_ROOT / "sql", {settings.embedding_model_id: settings.resolved_embedding_dimension})
+    assert settings.embedding.model_id == int8.model_id
+    migrate(db, REPO_ROOT / "sql", {settings.embedding.model_id: settings.embedding.resolved_dimension})
     indexes = dict(db.execute("SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'chunks'").fetchall())
     definition = indexes[embedding_index_name("chunks", int8.model_id, 384)]
     assert "WHERE (embedding_model = 'local/all-MiniLM-L6-v2-int8'::text)" in definition

@@ -66,7 +66,7 @@ def ingestor(s3, db, embedder) -> Ingestor:
     from rag.config import get_settings
     from rag.store.connection import connection
 
-    settings = get_settings().model_copy(update={"chunk_tokens": 32, "chunk_overlap_tokens": 0, "embedding_batch_size": BATCH})
+    settings = get_settings().with_values(chunk_tokens=32, chunk_overlap_tokens=0, embedding_batch_size=BATCH)
     return Ingestor(lambda: connection(settings), S3WithHook(s3), embedder, settings)
 
 

@@ -144,7 +144,7 @@ def test_content_the_database_refuses_is_a_failed_document_with_a_readable_error
 
 
 def test_a_file_over_the_limit_is_refused_from_its_size_without_being_read(s3, ingestor, db, monkeypatch):
-    monkeypatch.setattr(ingestor, "settings", ingestor.settings.model_copy(update={"max_object_bytes": 1000}))
+    monkeypatch.setattr(ingestor, "settings", ingestor.settings.with_values(max_object_bytes=1000))
     key = "projects/ops/huge.txt"
     s3.put_object(Bucket=BUCKET, Key=key, Body=b"Ana: " + b"x" * 5000)
     reads = []

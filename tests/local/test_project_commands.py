@@ -98,7 +98,7 @@ def test_the_tools_over_mcp_as_the_keys_tenant(local_api):
     from rag.config import get_settings
     from tests.ask.test_mcp import mcp_session
 
-    url = f"http://127.0.0.1:{get_settings().local_api_port}"
+    url = f"http://127.0.0.1:{get_settings().local.api_port}"
 
     async def work(client):
         since = await client.call_tool("changes_since", {"project_id": "office", "since": "2026-02-01"})

@@ -67,8 +67,8 @@ def test_one_model_at_two_sizes_is_two_spaces_each_with_its_own_index(db, openai
     from rag.parsing.model import Chunk, ParsedDocument
     from rag.store import documents as repo
 
-    full = Settings(embedding_provider="openai", embedding_dimension=1536).embedding_model_id
-    short = Settings(embedding_provider="openai", embedding_dimension=256).embedding_model_id
+    full = Settings(embedding_provider="openai", embedding_dimension=1536).embedding.model_id
+    short = Settings(embedding_provider="openai", embedding_dimension=256).embedding.model_id
     assert (full, short) == ("openai/text-embedding-3-small", "openai/text-embedding-3-small@256")
     source = repo.SourceObject("t", "p", "b", "projects/p/short.txt", content_sha256="x")
     chunk = Chunk(index=0, text="we ship in March", start_char=0, end_char=16, token_count=4)

@@ -37,7 +37,7 @@ CHROMIUM_ARGS = [
     "--disable-sync",
     "--no-first-run",
 ]
-API_KEY = "dev-local-key"  # Settings.api_keys' default: tenant "default"
+API_KEY = "dev-local-key"  # Settings.api.api_keys' default: tenant "default"
 PROJECT = "remote-control"
 EXAMPLES = REPO_ROOT / "examples" / "transcripts"
 SCREENSHOTS = REPO_ROOT / "docs" / "images"

@@ -19,7 +19,7 @@ T = TypeVar("T")
 def request_tenant(event: dict[str, Any]) -> str:
     """The verified caller's tenant (``rag.api.identity``; raises ``Unauthenticated``)."""
     settings = get_settings()
-    return tenant_of(event, claim=settings.tenant_claim, iam_tenants=settings.iam_tenants)
+    return tenant_of(event, claim=settings.api.tenant_claim, iam_tenants=settings.api.iam_tenants)
 
 
 # Per thread (and per task): requests handled side by side never share a connection.

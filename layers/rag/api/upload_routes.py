@@ -37,8 +37,10 @@ def _signer(region: str, endpoint_url: str | None) -> Any:
 
 def presigned_put(settings: Settings, bucket: str, key: str, content_type: str) -> str:
     params = {"Bucket": bucket, "Key": key, "ContentType": content_type}
-    signer = _signer(settings.aws_region, settings.aws_endpoint_url)
-    url: str = signer.generate_presigned_url("put_object", Params=params, ExpiresIn=settings.upload_url_seconds, HttpMethod="PUT")
+    signer = _signer(settings.aws.region, settings.aws.endpoint_url)
+    url: str = signer.generate_presigned_url(
+        "put_object", Params=params, ExpiresIn=settings.web.upload_url_seconds, HttpMethod="PUT"
+    )
     return url
 
 
@@ -48,10 +50,10 @@ _origins: dict[tuple[str, str | None, str], str | None] = {}  # (bucket, endpoin
 def upload_origin(settings: Settings) -> str | None:
     """The origin the page PUTs uploads to (for its Content-Security-Policy): a presigned URL's, made once per
     process; None when uploads are off."""
-    bucket = settings.upload_bucket
+    bucket = settings.web.upload_bucket
     if bucket is None:
         return None
-    where = (bucket, settings.aws_endpoint_url, settings.aws_region)
+    where = (bucket, settings.aws.endpoint_url, settings.aws.region)
     if where not in _origins:
         try:
             parts = urlsplit(presigned_put(settings, bucket, "tenants/t/projects/p/origin.txt", DEFAULT_CONTENT_TYPE))
@@ -82,15 +84,17 @@ def upload(request: UploadRequest) -> Response[str]:
     from rag.events import ID_PATTERN
 
     settings = get_settings()
-    if settings.upload_bucket is None:
+    if settings.web.upload_bucket is None:
         raise ApiError(503, "uploads_unavailable", "uploads are not configured here (RAG_UPLOAD_BUCKET is unset)")
-    if request.size is not None and request.size > settings.max_object_bytes:
-        raise ApiError(413, "too_large", f"the file has {request.size} bytes; ingest takes at most {settings.max_object_bytes}")
+    if request.size is not None and request.size > settings.ingest.max_object_bytes:
+        raise ApiError(
+            413, "too_large", f"the file has {request.size} bytes; ingest takes at most {settings.ingest.max_object_bytes}"
+        )
     tenant = request_tenant(router.current_event.raw_event)
     if not ID_PATTERN.match(tenant):  # the key could not carry it: ingest would refuse the object
         raise ApiError(403, "forbidden", f"tenant {tenant!r} cannot be written into an object key")
     key = f"tenants/{tenant}/projects/{request.project_id}/{request.filename}"
     content_type = request.content_type or content_type_of(request.filename)
-    url = presigned_put(settings, settings.upload_bucket, key, content_type)
-    ticket = UploadTicket(url=url, headers={"Content-Type": content_type}, key=key, expires_in=settings.upload_url_seconds)
+    url = presigned_put(settings, settings.web.upload_bucket, key, content_type)
+    ticket = UploadTicket(url=url, headers={"Content-Type": content_type}, key=key, expires_in=settings.web.upload_url_seconds)
     return Response(status_code=201, content_type=content_types.APPLICATION_JSON, body=ticket.model_dump_json())

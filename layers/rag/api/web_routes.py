@@ -53,8 +53,8 @@ def security_headers(settings: Settings) -> dict[str, str]:
     from rag.api.upload_routes import upload_origin
 
     origins = [upload_origin(settings)]
-    if settings.web_auth == "oidc":
-        origins.append(origin_of(settings.web_oidc.get("token_endpoint")))
+    if settings.web.auth == "oidc":
+        origins.append(origin_of(settings.web.oidc.get("token_endpoint")))
     return _security_headers(tuple(dict.fromkeys(o for o in origins if o)))
 
 
@@ -66,7 +66,7 @@ def _web_response(served: Served) -> Response[Any]:
 
 
 def _site_dir(settings: Settings) -> Any:
-    return (settings.web_static_dir or STATIC_DIR).resolve()
+    return (settings.web.static_dir or STATIC_DIR).resolve()
 
 
 @router.get("/", include_in_schema=False)
@@ -88,10 +88,10 @@ def asset(name: str) -> Response[Any]:
 
 def page_auth(settings: Settings) -> dict[str, Any]:
     """How the page signs in: ``api_key``, ``oidc`` with the provider's public client, or ``off`` with the reason."""
-    if settings.web_auth == "api_key":
+    if settings.web.auth == "api_key":
         return {"mode": "api_key"}
-    oidc = settings.web_oidc
-    if settings.web_auth == "off":
+    oidc = settings.web.oidc
+    if settings.web.auth == "off":
         return {"mode": "off", "reason": OFF_REASON}
     if missing := [name for name in OIDC_FIELDS if not oidc.get(name)]:
         return {"mode": "off", "reason": f"Sign-in is not configured: RAG_WEB_OIDC lacks {', '.join(missing)}."}
@@ -106,7 +106,7 @@ def page_auth(settings: Settings) -> dict[str, Any]:
 @router.get("/config.json", include_in_schema=False)
 def page_config() -> Response[Any]:
     settings = get_settings()
-    config = {"auth": page_auth(settings), "api_version": API_VERSION, "upload": settings.upload_bucket is not None}
+    config = {"auth": page_auth(settings), "api_version": API_VERSION, "upload": settings.web.upload_bucket is not None}
     body = json.dumps(config).encode()
     return _web_response(Served(body, content_types.APPLICATION_JSON, NO_CACHE))
 

@@ -84,8 +84,8 @@ def ask(
     ``writer``: where the query log is written when ``conn`` is a read replica (``rag.store.replica``).
     """
     started = clock()
-    deadline = started + settings.ask_timeout_seconds
-    mask = redact if settings.ask_redact_pii else keep
+    deadline = started + settings.ask.timeout_seconds
+    mask = redact if settings.ask.redact_pii else keep
     ctx = ToolContext(conn, settings, tenant_id, question.project_ids, redact=mask, writer=writer, _embedder=embedder)
     model = model if model is not None else chat_model(settings)
     records: list[ToolCall] = []
@@ -103,12 +103,12 @@ def ask(
             ctx.citations = Citations()  # the extractive answer cites its own passages
     if answer is None:
         if clock() > deadline:
-            raise AskTimeout(f"no answer within {settings.ask_timeout_seconds:.0f} s")
+            raise AskTimeout(f"no answer within {settings.ask.timeout_seconds:.0f} s")
         answer, _ = _listing(ctx, question.text) or extractive_answer(ctx, question.text)
     elif not any(r.result_count for r in records):
         answer = NOT_FOUND  # the model found nothing to stand on: whatever it wrote would be a guess
     if clock() > deadline:
-        raise AskTimeout(f"no answer within {settings.ask_timeout_seconds:.0f} s")
+        raise AskTimeout(f"no answer within {settings.ask.timeout_seconds:.0f} s")
     answer, numbers = keep_known_citations(mask(answer), ctx.citations)
     reply = Answer(
         answer.strip(), mode, cited(ctx.citations, numbers), tuple(records), usage,
@@ -164,7 +164,7 @@ def _model_answer(
         if remaining < MODEL_MIN_SECONDS:
             raise ModelTimeout(f"{model.name}: the request's time ran out after {len(records)} tool calls")
         turn: ModelTurn = model.complete(
-            system, messages, tools, timeout=min(ctx.settings.ask_model_timeout_seconds, remaining), allow_tools=calls_left > 0
+            system, messages, tools, timeout=min(ctx.settings.ask.model_timeout_seconds, remaining), allow_tools=calls_left > 0
         )
         usage.input_tokens += turn.input_tokens
         usage.output_tokens += turn.output_tokens

@@ -121,9 +121,9 @@ def extractive_answer(ctx: ToolContext, question: str) -> tuple[str, int]:
         seen.add(said)
         chosen.append(i)
         per_hit[candidates[i].hit_rank] = per_hit.get(candidates[i].hit_rank, 0) + 1
-        if len(chosen) >= 2 * ctx.settings.ask_extractive_sentences:  # spares: a decision's history may take some
+        if len(chosen) >= 2 * ctx.settings.ask.extractive_sentences:  # spares: a decision's history may take some
             break
-    return _quoted(ctx, [candidates[i] for i in chosen], ctx.settings.ask_extractive_sentences), len(hits)
+    return _quoted(ctx, [candidates[i] for i in chosen], ctx.settings.ask.extractive_sentences), len(hits)
 
 
 def _quoted(ctx: ToolContext, chosen: list[Sentence], quotes: int) -> str:

@@ -66,7 +66,7 @@ class OpenAIChat:
 
     def __init__(self, settings: Settings):
         self.settings = settings
-        self.name = f"openai/{settings.llm_model}"
+        self.name = f"openai/{settings.llm.model}"
 
     def complete(
         self, system: str, messages: Sequence[dict[str, Any]], tools: Sequence[Tool], *, timeout: float, allow_tools: bool
@@ -93,7 +93,7 @@ class OpenAIChat:
             # The raw body, parsed and checked by rag.llm.first_choice: the SDK parses without validating, and turns a
             # body of another shape into objects with holes (or, for an HTML page, a string).
             raw = client.chat.completions.with_raw_response.create(
-                model=self.settings.llm_model, messages=wire, temperature=0, **options
+                model=self.settings.llm.model, messages=wire, temperature=0, **options
             )
             body = raw.text
         except openai.APITimeoutError as exc:
@@ -136,7 +136,7 @@ class BedrockChat:
 
     def __init__(self, settings: Settings, client: Any = None):
         self.settings = settings
-        self.name = f"bedrock/{settings.bedrock_chat_model}"
+        self.name = f"bedrock/{settings.llm.bedrock_chat_model}"
         self._client = client
 
     def client(self, timeout: float) -> Any:
@@ -147,7 +147,7 @@ class BedrockChat:
 
         config = Config(read_timeout=timeout, connect_timeout=min(timeout, 5), retries={"max_attempts": 1})
         return boto3.client(
-            "bedrock-runtime", region_name=self.settings.bedrock_region or self.settings.aws_region, config=config
+            "bedrock-runtime", region_name=self.settings.embedding.bedrock_region or self.settings.aws.region, config=config
         )
 
     @staticmethod
@@ -177,7 +177,7 @@ class BedrockChat:
         from botocore.parsers import ResponseParserError
 
         request: dict[str, Any] = {
-            "modelId": self.settings.bedrock_chat_model,
+            "modelId": self.settings.llm.bedrock_chat_model,
             "system": [{"text": system}],
             "messages": self.to_converse(messages),
             "inferenceConfig": {"temperature": 0, "maxTokens": 1024},
@@ -233,8 +233,8 @@ def _count(value: Any) -> int:
 
 def chat_model(settings: Settings) -> ChatModel | None:
     """The configured model, or None: the embedded default answers extractively."""
-    if settings.llm_provider == "openai":
+    if settings.llm.provider == "openai":
         return OpenAIChat(settings)
-    if settings.llm_provider == "bedrock":
+    if settings.llm.provider == "bedrock":
         return BedrockChat(settings)
     return None

@@ -27,7 +27,7 @@ def search_hits(
     search = SearchQuery(query, scope, tuple(types), "hybrid", top_k)
     ranked, _ = run_search(ctx.conn, ctx.embedder, ctx.settings, search, ctx.writer)
     words = search_text(query) or query
-    return current_first(evidence(ctx.conn, ctx.tenant_id, project_ids, words, ranked, ctx.settings.ask_min_evidence))
+    return current_first(evidence(ctx.conn, ctx.tenant_id, project_ids, words, ranked, ctx.settings.ask.min_evidence))
 
 
 # Shown on their own (meeting_date) or as the item's status: "superseded by [2]", not a row id.

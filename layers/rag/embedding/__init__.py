@@ -21,7 +21,7 @@ def get_embedder(settings: Settings | None = None) -> Embedder:
     from rag.config import get_settings
 
     settings = settings or get_settings()
-    key = (settings.embedding_model_id, settings.resolved_embedding_dimension, settings.embedding_runtime)
+    key = (settings.embedding.model_id, settings.embedding.resolved_dimension, settings.embedding.runtime)
     if key not in _EMBEDDERS:
         from rag.embedding.index_text import IndexTextEmbedder
 
@@ -33,7 +33,7 @@ _EMBEDDERS: dict[tuple[str, int, str], Embedder] = {}
 
 
 def _create(settings: Settings) -> Embedder:
-    provider = settings.embedding_provider
+    provider = settings.embedding.provider
     if provider == "local":
         from rag.embedding.local import LocalEmbedder
 

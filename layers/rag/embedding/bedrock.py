@@ -29,11 +29,11 @@ class BedrockEmbedder:
 
     def __init__(self, settings: Settings, client: Any = None):
         self.settings = settings
-        self.model = settings.resolved_embedding_model
-        self.dimension = settings.resolved_embedding_dimension
+        self.model = settings.embedding.resolved_model
+        self.dimension = settings.embedding.resolved_dimension
         if self.dimension not in TITAN_V2_DIMENSIONS:
             raise ValueError(f"Titan Text Embeddings V2 supports dimensions {TITAN_V2_DIMENSIONS}, not {self.dimension}")
-        self.model_id = settings.embedding_model_id
+        self.model_id = settings.embedding.model_id
         if client is not None:
             self.__dict__["_client"] = client
 
@@ -44,8 +44,8 @@ class BedrockEmbedder:
 
         return boto3.client(
             "bedrock-runtime",
-            region_name=self.settings.bedrock_region or self.settings.aws_region,
-            config=Config(retries={"mode": "standard", "max_attempts": self.settings.embedding_max_retries + 1}),
+            region_name=self.settings.embedding.bedrock_region or self.settings.aws.region,
+            config=Config(retries={"mode": "standard", "max_attempts": self.settings.embedding.max_retries + 1}),
         )
 
     def count_tokens(self, text: str) -> int:

@@ -32,18 +32,18 @@ if TYPE_CHECKING:
 
 class LocalEmbedder:
     def __init__(self, settings: Settings):
-        model = local_model(settings.resolved_embedding_model)
-        if settings.resolved_embedding_dimension != model.dimension:
-            raise ValueError(f"{model.name} has {model.dimension} dimensions, not {settings.resolved_embedding_dimension}")
+        model = local_model(settings.embedding.resolved_model)
+        if settings.embedding.resolved_dimension != model.dimension:
+            raise ValueError(f"{model.name} has {model.dimension} dimensions, not {settings.embedding.resolved_dimension}")
         self.spec = model
         self.dimension = model.dimension
         self.max_input_tokens = model.max_sequence_tokens - 2  # the model's limit counts [CLS] and [SEP]
-        self.runtime = settings.embedding_runtime
-        self.model_id = settings.embedding_model_id  # local/<model>, or local/<model>-int8
+        self.runtime = settings.embedding.runtime
+        self.model_id = settings.embedding.model_id  # local/<model>, or local/<model>-int8
         self.threads = max(1, os.cpu_count() or 1)
-        self.batch_size = settings.embedding_batch_size
+        self.batch_size = settings.embedding.batch_size
         # Resolved here, not in Settings: a Lambda builds Settings and may have no home directory.
-        self.cache_dir = settings.model_cache_dir or Path.home() / ".cache" / "rag-models"
+        self.cache_dir = settings.embedding.model_cache_dir or Path.home() / ".cache" / "rag-models"
 
     @cached_property
     def _model_path(self) -> str:

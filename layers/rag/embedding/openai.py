@@ -27,16 +27,18 @@ def openai_client(settings: Settings, *, max_retries: int, timeout: float) -> An
     """An ``openai.OpenAI`` client on ``OPENAI_BASE_URL`` (also used by the backfill's chat calls)."""
     from openai import OpenAI
 
-    return OpenAI(api_key=openai_api_key(settings), base_url=settings.openai_base_url, max_retries=max_retries, timeout=timeout)
+    return OpenAI(
+        api_key=openai_api_key(settings), base_url=settings.embedding.openai_base_url, max_retries=max_retries, timeout=timeout
+    )
 
 
 def openai_api_key(settings: Settings) -> str:
     """The key from Secrets Manager (``RAG_OPENAI_API_KEY_SECRET``, AWS) or ``OPENAI_API_KEY`` (locally)."""
-    if settings.openai_api_key_secret:
+    if settings.embedding.openai_api_key_secret:
         import boto3
 
-        client = boto3.client("secretsmanager", region_name=settings.aws_region, endpoint_url=settings.aws_endpoint_url)
-        secret = client.get_secret_value(SecretId=settings.openai_api_key_secret)["SecretString"]
+        client = boto3.client("secretsmanager", region_name=settings.aws.region, endpoint_url=settings.aws.endpoint_url)
+        secret = client.get_secret_value(SecretId=settings.embedding.openai_api_key_secret)["SecretString"]
         if secret.lstrip().startswith("{"):
             return str(json.loads(secret)["api_key"])
         return str(secret).strip()
@@ -51,14 +53,14 @@ class OpenAIEmbedder:
 
     def __init__(self, settings: Settings):
         self.settings = settings
-        self.model = settings.resolved_embedding_model
-        self.dimension = settings.resolved_embedding_dimension
-        self.model_id = settings.embedding_model_id
-        self.batch_size = settings.embedding_batch_size
+        self.model = settings.embedding.resolved_model
+        self.dimension = settings.embedding.resolved_dimension
+        self.model_id = settings.embedding.model_id
+        self.batch_size = settings.embedding.batch_size
 
     @cached_property
     def _client(self) -> Any:
-        return openai_client(self.settings, max_retries=self.settings.embedding_max_retries, timeout=60.0)
+        return openai_client(self.settings, max_retries=self.settings.embedding.max_retries, timeout=60.0)
 
     def count_tokens(self, text: str) -> int:
         return count_cl100k(text)

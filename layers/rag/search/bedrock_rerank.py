@@ -107,9 +107,9 @@ class BedrockReranker:
     max_grade = 1.0
 
     def __init__(self, settings: Settings, client: Any = None):
-        self.region = settings.bedrock_region or settings.aws_region
-        self.model = model_arn(settings.bedrock_rerank_model, self.region)
-        self.timeout_seconds = settings.rerank_timeout_seconds
+        self.region = settings.embedding.bedrock_region or settings.aws.region
+        self.model = model_arn(settings.search.bedrock_rerank_model, self.region)
+        self.timeout_seconds = settings.search.rerank_timeout_seconds
         self._client = client
 
     @property

@@ -64,7 +64,7 @@ class LLMReranker:
 
     def __init__(self, settings: Settings):
         # Its own short timeout and one retry: a search waits for it.
-        self.settings = settings.model_copy(update={"llm_timeout_seconds": settings.rerank_timeout_seconds, "llm_max_retries": 1})
+        self.settings = settings.with_values(llm_timeout_seconds=settings.search.rerank_timeout_seconds, llm_max_retries=1)
 
     def grades(self, query: str, passages: Sequence[str]) -> list[float]:
         from rag.llm import numbered_units, structured_completion
@@ -108,9 +108,9 @@ def take_fallbacks() -> int:
 
 
 def get_reranker(settings: Settings) -> Reranker | None:
-    if settings.reranker == "llm":
+    if settings.search.reranker == "llm":
         return LLMReranker(settings)
-    if settings.reranker == "bedrock":
+    if settings.search.reranker == "bedrock":
         from rag.search.bedrock_rerank import BedrockReranker
 
         return BedrockReranker(settings)

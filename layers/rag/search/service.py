@@ -61,36 +61,40 @@ def run_search(
     text = search_text(request.query)
     vector = (
         None if request.mode == "keyword"
-        else _cache.vector(conn, embedder, text, ttl_minutes=settings.query_cache_minutes, writer=writer)
+        else _cache.vector(conn, embedder, text, ttl_minutes=settings.search.query_cache_minutes, writer=writer)
     )  # fmt: skip
     scope = request.scope
     fusion = FusionWeights(
-        settings.rrf_k, settings.rrf_semantic_weight, settings.rrf_keyword_weight, settings.fusion,
-        settings.fusion_semantic_share,
+        settings.search.rrf_k, settings.search.rrf_semantic_weight, settings.search.rrf_keyword_weight, settings.search.fusion,
+        settings.search.fusion_semantic_share,
     )  # fmt: skip
     specs = [SEARCHABLE_TYPES[name] for name in dict.fromkeys(request.types)]
     reranker = get_reranker(settings)
-    candidates = max(request.top_k, settings.rerank_candidates) if reranker else request.top_k
-    if settings.recency_half_life_days:
+    candidates = max(request.top_k, settings.search.rerank_candidates) if reranker else request.top_k
+    if settings.search.recency_half_life_days:
         candidates = max(candidates, 2 * request.top_k)  # room for a near-tie just below the cut
-    exact, ef_search = False, settings.hnsw_ef_search
+    exact, ef_search = False, settings.search.hnsw_ef_search
     if request.mode != "keyword":
         index = embedding_index_name("chunks", embedder.model_id, embedder.dimension)
-        size = _scope_sizes.size(conn, scope, index, ttl_seconds=settings.scope_size_cache_seconds)
-        exact = size.exact_is_faster(settings.exact_search_max_rows, settings.exact_search_max_share)
-        ef_search = size.ef_search(settings.hnsw_ef_search, settings.hnsw_ef_search_rows, settings.hnsw_ef_search_max)
+        size = _scope_sizes.size(conn, scope, index, ttl_seconds=settings.search.scope_size_cache_seconds)
+        exact = size.exact_is_faster(settings.search.exact_search_max_rows, settings.search.exact_search_max_share)
+        ef_search = size.ef_search(
+            settings.search.hnsw_ef_search, settings.search.hnsw_ef_search_rows, settings.search.hnsw_ef_search_max
+        )
     hits_by_type = search_types(
         conn, specs, scope, mode=request.mode, query=text, query_vector=vector, model_id=embedder.model_id,
         dimension=embedder.dimension, top_k=candidates, threshold=request.threshold, fusion=fusion,
-        ef_search=ef_search, exact=exact, timeout_ms=settings.api_statement_timeout_ms,
-        before=None if writer else partial(pending_log.write_in_transaction, flush_seconds=settings.query_log_flush_seconds),
+        ef_search=ef_search, exact=exact, timeout_ms=settings.database.api_statement_timeout_ms,
+        before=None if writer else partial(pending_log.write_in_transaction, flush_seconds=settings.search.query_log_flush_seconds),
     )  # fmt: skip
     ranked = merge_types(hits_by_type, mode=request.mode, top_k=candidates, fusion=fusion)
-    if settings.recency_half_life_days:
-        ranked = favour_recent(ranked, half_life_days=settings.recency_half_life_days, weight=settings.recency_weight)
+    if settings.search.recency_half_life_days:
+        ranked = favour_recent(
+            ranked, half_life_days=settings.search.recency_half_life_days, weight=settings.search.recency_weight
+        )
     ranked = rerank(reranker, request.query, ranked, request.top_k) if reranker else ranked[: request.top_k]
     took_ms = (time.perf_counter() - started) * 1000
-    log_query(conn, request, [hit for _, hit in ranked], took_ms, settings.query_log_flush_seconds, writer)
+    log_query(conn, request, [hit for _, hit in ranked], took_ms, settings.search.query_log_flush_seconds, writer)
     return ranked, took_ms
 
 

@@ -35,8 +35,8 @@ if TYPE_CHECKING:
     from rag.config import Settings
 
 LOCAL_DATABASE = "rag"
-IAM_URL_ENV = "RAG_DATABASE_IAM_URL"  # Settings.database_iam_url; the CDK app sets it on every function
-DATABASE_NAME_ENV = "RAG_DATABASE_NAME"  # Settings.database_name; the database a secret's server is asked for
+IAM_URL_ENV = "RAG_DATABASE_IAM_URL"  # Settings.database.iam_url; the CDK app sets it on every function
+DATABASE_NAME_ENV = "RAG_DATABASE_NAME"  # Settings.database.name; the database a secret's server is asked for
 
 # Amazon RDS root CAs (the global bundle) + Amazon Trust Services roots (RDS Proxy's ACM certificate): see certs/README.md.
 RDS_CA_BUNDLE = Path(__file__).resolve().parents[1] / "certs" / "rds-ca-bundle.pem"
@@ -62,21 +62,21 @@ _pool_lock = threading.Lock()
 
 def local_database_url(settings: Settings, database: str = LOCAL_DATABASE) -> str:
     """The embedded server that ``rag up`` (and the tests) start on 127.0.0.1."""
-    return f"postgresql://postgres@127.0.0.1:{settings.local_pg_port}/{database}"
+    return f"postgresql://postgres@127.0.0.1:{settings.local.pg_port}/{database}"
 
 
 def resolve_database_url(settings: Settings) -> str:
     """DATABASE_URL, else IAM authentication, else the Secrets Manager secret (AWS), else the embedded server."""
-    if settings.database_url:
-        return settings.database_url
-    if settings.database_iam_url:
+    if settings.database.url:
+        return settings.database.url
+    if settings.database.iam_url:
         return url_with_iam_token(
-            settings.database_iam_url,
-            settings.aws_region,
-            sslmode=settings.database_sslmode,
-            sslrootcert=settings.database_sslrootcert,
+            settings.database.iam_url,
+            settings.aws.region,
+            sslmode=settings.database.sslmode,
+            sslrootcert=settings.database.sslrootcert,
         )
-    if settings.database_secret_arn:
+    if settings.database.secret_arn:
         return _url_from_secret(settings)
     return local_database_url(settings)
 
@@ -90,12 +90,12 @@ def _url_from_secret(settings: Settings, endpoint: tuple[str, int | None] | None
     """
     import boto3
 
-    client = boto3.client("secretsmanager", region_name=settings.aws_region, endpoint_url=settings.aws_endpoint_url)
-    secret = json.loads(client.get_secret_value(SecretId=settings.database_secret_arn)["SecretString"])
-    dbname = settings.database_name or secret.get("dbname")
+    client = boto3.client("secretsmanager", region_name=settings.aws.region, endpoint_url=settings.aws.endpoint_url)
+    secret = json.loads(client.get_secret_value(SecretId=settings.database.secret_arn)["SecretString"])
+    dbname = settings.database.name or secret.get("dbname")
     if not dbname:
         raise ValueError(
-            f"the database secret {settings.database_secret_arn} names no database (RDS's generated secrets carry no"
+            f"the database secret {settings.database.secret_arn} names no database (RDS's generated secrets carry no"
             f" 'dbname') and {DATABASE_NAME_ENV} is not set: set {DATABASE_NAME_ENV} to the database to use"
         )
     user, password = quote(secret["username"], safe=""), quote(secret["password"], safe="")
@@ -103,7 +103,7 @@ def _url_from_secret(settings: Settings, endpoint: tuple[str, int | None] | None
     if endpoint is not None:
         host, port = endpoint[0], endpoint[1] or port
     tls = tls_parameters(
-        host, sslmode=settings.database_sslmode, requested=secret.get("sslmode"), sslrootcert=settings.database_sslrootcert
+        host, sslmode=settings.database.sslmode, requested=secret.get("sslmode"), sslrootcert=settings.database.sslrootcert
     )
     query = urlencode(tls, safe="/", quote_via=quote)
     return f"postgresql://{user}:{password}@{host}:{port}/{quote(dbname, safe='')}?{query}"
@@ -273,7 +273,7 @@ def _register_vector(conn: psycopg.Connection) -> None:
 
 def _target(settings: Settings) -> tuple[object, ...]:
     """What decides where the pool connects: a change (tests switch databases) opens a new pool."""
-    return (settings.database_url, settings.database_iam_url, settings.database_secret_arn, settings.local_pg_port)
+    return (settings.database.url, settings.database.iam_url, settings.database.secret_arn, settings.local.pg_port)
 
 
 def get_pool(settings: Settings) -> ConnectionPool:
@@ -301,8 +301,8 @@ def open_pool(
         conninfo=conninfo,
         kwargs={"autocommit": True, "connect_timeout": connect_timeout, "application_name": f"meeting-{name}"},
         min_size=0,
-        max_size=settings.database_pool_size,
-        timeout=timeout or settings.database_pool_timeout_seconds,
+        max_size=settings.database.pool_size,
+        timeout=timeout or settings.database.pool_timeout_seconds,
         configure=_register_vector,
         check=ConnectionPool.check_connection,
         name=name,

@@ -37,7 +37,7 @@ _INDEX_LOCK_ID = 7_320_114_002  # concurrent index builders (outside the migrato
 
 # pgvector 0.8.0 brought iterative index scans (hnsw.iterative_scan), which filtered search relies on.
 MIN_VECTOR_VERSION = "0.8.0"
-# migrate builds a missing index in its transaction up to this many rows of the model (Settings.index_build_max_rows).
+# migrate builds a missing index in its transaction up to this many rows of the model (Settings.database.index_build_max_rows).
 INDEX_BUILD_MAX_ROWS = 10_000
 
 logger = logging.getLogger(__name__)
@@ -282,9 +282,11 @@ def migrate_database(settings: Settings, url: str | None = None, *, build_large_
     """
     from rag.store.connection import connect, resolve_database_url
 
-    models = {settings.embedding_model_id: settings.resolved_embedding_dimension}
+    models = {settings.embedding.model_id: settings.embedding.resolved_dimension}
     with connect(url or resolve_database_url(settings), register=False) as conn:
-        applied = migrate(conn, settings.migrations_dir, models, index_build_max_rows=settings.index_build_max_rows)
+        applied = migrate(
+            conn, settings.database.migrations_dir, models, index_build_max_rows=settings.database.index_build_max_rows
+        )
         if build_large_indexes:
             ensure_embedding_indexes_concurrently(conn, models)
         return applied
@@ -297,6 +299,6 @@ def build_embedding_indexes(settings: Settings, url: str | None = None, *, maint
     with connect(url or resolve_database_url(settings), register=False) as conn:
         return ensure_embedding_indexes_concurrently(
             conn,
-            {settings.embedding_model_id: settings.resolved_embedding_dimension},
+            {settings.embedding.model_id: settings.embedding.resolved_dimension},
             maintenance_work_mem=maintenance_work_mem,
         )

@@ -56,7 +56,7 @@ LAG_SQL = """
 
 
 def reader_configured(settings: Settings) -> bool:
-    return bool(settings.database_reader_url or settings.database_reader_host)
+    return bool(settings.database.reader_url or settings.database.reader_host)
 
 
 def with_endpoint(url: str, host: str, port: int | None) -> str:
@@ -69,21 +69,21 @@ def with_endpoint(url: str, host: str, port: int | None) -> str:
 
 def resolve_reader_url(settings: Settings) -> str:
     """The reader's URL: ``database_reader_url``, else the writer's settings with ``database_reader_host``/port."""
-    if settings.database_reader_url:
-        return settings.database_reader_url
-    host, port = settings.database_reader_host, settings.database_reader_port
+    if settings.database.reader_url:
+        return settings.database.reader_url
+    host, port = settings.database.reader_host, settings.database.reader_port
     if not host:
         raise ValueError("no reader configured: set RAG_DATABASE_READER_URL or RAG_DATABASE_READER_HOST")
-    if settings.database_url:
-        return with_endpoint(settings.database_url, host, port)
-    if settings.database_iam_url:  # the token is signed for the host it is presented to: sign for the reader's
+    if settings.database.url:
+        return with_endpoint(settings.database.url, host, port)
+    if settings.database.iam_url:  # the token is signed for the host it is presented to: sign for the reader's
         return url_with_iam_token(
-            with_endpoint(settings.database_iam_url, host, port),
-            settings.aws_region,
-            sslmode=settings.database_sslmode,
-            sslrootcert=settings.database_sslrootcert,
+            with_endpoint(settings.database.iam_url, host, port),
+            settings.aws.region,
+            sslmode=settings.database.sslmode,
+            sslrootcert=settings.database.sslrootcert,
         )
-    if settings.database_secret_arn:
+    if settings.database.secret_arn:
         return _url_from_secret(settings, (host, port))
     return with_endpoint(local_database_url(settings), host, port)
 
@@ -143,8 +143,8 @@ _reader_lock = threading.Lock()
 
 
 def _target(settings: Settings) -> tuple[object, ...]:
-    return (settings.database_reader_url, settings.database_reader_host, settings.database_reader_port,
-            settings.database_url, settings.database_iam_url, settings.database_secret_arn)  # fmt: skip
+    return (settings.database.reader_url, settings.database.reader_host, settings.database.reader_port,
+            settings.database.url, settings.database.iam_url, settings.database.secret_arn)  # fmt: skip
 
 
 def get_reader_pool(settings: Settings) -> ConnectionPool:
@@ -156,7 +156,7 @@ def get_reader_pool(settings: Settings) -> ConnectionPool:
             _reader_pool.close()
             _reader_pool = None
         if _reader_pool is None:
-            timeout = settings.database_reader_timeout_seconds
+            timeout = settings.database.reader_timeout_seconds
             _reader_pool = open_pool(
                 lambda: resolve_reader_url(settings), settings, name="rag-reader", timeout=timeout,
                 connect_timeout=_connect_timeout(settings),
@@ -166,7 +166,7 @@ def get_reader_pool(settings: Settings) -> ConnectionPool:
 
 
 def _connect_timeout(settings: Settings) -> int:
-    return max(1, round(settings.database_reader_timeout_seconds))  # libpq takes whole seconds
+    return max(1, round(settings.database.reader_timeout_seconds))  # libpq takes whole seconds
 
 
 def close_reader_pool() -> None:
@@ -253,15 +253,15 @@ class Connections:
                 self._reader_failed()
                 return None
         conn = self._reader[1]
-        if health.needs_measuring(self.clock(), settings.database_reader_recheck_seconds):
+        if health.needs_measuring(self.clock(), settings.database.reader_recheck_seconds):
             try:
                 lag = measure_lag(conn)
             except psycopg.OperationalError as exc:
                 logger.warning("the reader's lag cannot be measured; reading the writer", extra={"error": str(exc)})
                 self._reader_failed()
                 return None
-            health.record_lag(lag, self.clock(), settings.database_reader_max_lag_seconds,
-                              settings.database_reader_recheck_seconds)  # fmt: skip
+            health.record_lag(lag, self.clock(), settings.database.reader_max_lag_seconds,
+                              settings.database.reader_recheck_seconds)  # fmt: skip
             if health.avoided(self.clock()):
                 logger.warning("the reader lags %.1f s behind the writer; reading the writer", lag)
                 self._release_reader()
@@ -269,7 +269,7 @@ class Connections:
         return conn
 
     def _reader_failed(self) -> None:
-        health.failed(self.clock(), self.settings.database_reader_recheck_seconds)
+        health.failed(self.clock(), self.settings.database.reader_recheck_seconds)
         self._release_reader()
 
     def _release_reader(self) -> None:

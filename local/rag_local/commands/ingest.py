@@ -151,7 +151,7 @@ def _upload(
     for file, relative in tqdm(files, desc="upload", unit="file", disable=args.quiet):
         data = file.read_bytes()
         key = f"projects/{args.project}/{relative}"
-        put = s3.put_object(Bucket=settings.local_bucket, Key=key, Body=data, Metadata=metadata)
+        put = s3.put_object(Bucket=settings.local.bucket, Key=key, Body=data, Metadata=metadata)
         if not is_sidecar(relative):
             expected[key] = (hashlib.sha256(data).hexdigest(), put.get("VersionId"))
     return expected
@@ -174,7 +174,7 @@ def _wait_for(settings: Settings, expected: dict[str, tuple[str, str | None]], a
         tqdm(total=len(expected), desc="ingest", unit="file", disable=args.quiet) as bar,
     ):
         while len(done) < len(expected) and time.monotonic() < deadline:
-            for state in object_states(conn, settings.local_bucket, [k for k in expected if k not in done]):
+            for state in object_states(conn, settings.local.bucket, [k for k in expected if k not in done]):
                 sha256, version = expected[state.object_key]
                 if state.content_sha256 == sha256 and (version is None or state.s3_version_id == version):
                     done[state.object_key] = (state.status, state.error)
@@ -204,12 +204,12 @@ def rm_command(args: argparse.Namespace, settings: Settings) -> int:
     s3 = s3_client(settings)
     keys: list[str] = []
     for path in args.paths:
-        found = objects_at(s3, settings.local_bucket, f"projects/{args.project}/{path.strip('/')}")
+        found = objects_at(s3, settings.local.bucket, f"projects/{args.project}/{path.strip('/')}")
         if not found:
             return fail(f"{path}: no such file or folder in project {args.project} (see `rag status`); nothing deleted")
         keys += [key for key in found if key not in keys]
     for key in keys:
-        s3.delete_object(Bucket=settings.local_bucket, Key=key)
+        s3.delete_object(Bucket=settings.local.bucket, Key=key)
     documents = [key for key in keys if not is_sidecar(key)]
     return _wait_for_removal(settings, documents, args.timeout)
 
@@ -232,7 +232,7 @@ def _wait_for_removal(settings: Settings, keys: list[str], timeout: float) -> in
 
     deadline = time.monotonic() + timeout
     with connect(resolve_database_url(settings)) as conn:
-        while (left := object_states(conn, settings.local_bucket, keys)) and time.monotonic() < deadline:
+        while (left := object_states(conn, settings.local.bucket, keys)) and time.monotonic() < deadline:
             time.sleep(0.3)
     for state in left:
         print(f"TIMEOUT  {state.object_key}: its rows are still there after {timeout} s (see `rag status`)", file=sys.stderr)
@@ -246,14 +246,14 @@ def status_command(args: argparse.Namespace, settings: Settings) -> int:
     from rag_local.supervisor import services_pid
 
     with connect(resolve_database_url(settings)) as conn:
-        status = pipeline_status(conn, model_id=settings.embedding_model_id)
+        status = pipeline_status(conn, model_id=settings.embedding.model_id)
     print("documents by status:")
     if not status.counts:
         print("  (none)")
     for (project, state), count in sorted(status.counts.items()):
         print(f"  {project:<24} {state:<14} {count:>6}")
     print(f"chunks: {status.chunks}")
-    print(f"backfill pending ({settings.embedding_model_id}):")
+    print(f"backfill pending ({settings.embedding.model_id}):")
     for stage, count in status.pending.items():
         print(f"  {stage:<10} {count:>6} documents")
     print("knowledge: " + ", ".join(f"{count} {name}" for name, count in status.knowledge.items()))
@@ -278,7 +278,7 @@ def _print_queue_depths(settings: Settings) -> None:
     from rag.aws import sqs_client
 
     sqs = sqs_client(settings)
-    for name in (settings.local_queue, f"{settings.local_queue}-dlq"):
+    for name in (settings.local.queue, f"{settings.local.queue}-dlq"):
         url = sqs.get_queue_url(QueueName=name)["QueueUrl"]
         attrs = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]
         print(
@@ -286,7 +286,7 @@ def _print_queue_depths(settings: Settings) -> None:
             f"{attrs['ApproximateNumberOfMessagesNotVisible']} in flight"
         )
         if name.endswith("-dlq") and int(attrs["ApproximateNumberOfMessages"]) > 0:
-            print(f"  (dead letters: fix the cause, then `rag redrive` moves them back to {settings.local_queue})")
+            print(f"  (dead letters: fix the cause, then `rag redrive` moves them back to {settings.local.queue})")
 
 
 def redrive_command(args: argparse.Namespace, settings: Settings) -> int:
@@ -297,9 +297,9 @@ def redrive_command(args: argparse.Namespace, settings: Settings) -> int:
     if services_pid(settings) is None:
         return fail(NOT_RUNNING)
     sqs = sqs_client(settings)
-    dlq = f"{settings.local_queue}-dlq"
+    dlq = f"{settings.local.queue}-dlq"
     moved = move_dead_letters(
-        sqs, sqs.get_queue_url(QueueName=dlq)["QueueUrl"], sqs.get_queue_url(QueueName=settings.local_queue)["QueueUrl"]
+        sqs, sqs.get_queue_url(QueueName=dlq)["QueueUrl"], sqs.get_queue_url(QueueName=settings.local.queue)["QueueUrl"]
     )
-    print(f"moved {moved} messages from {dlq} back to {settings.local_queue}")
+    print(f"moved {moved} messages from {dlq} back to {settings.local.queue}")
     return 0

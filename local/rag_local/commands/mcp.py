@@ -24,7 +24,7 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace, settings: Settings) -> int:
     from rag.ask.mcp_server import serve_stdio
 
-    keys = settings.api_key_tenants
+    keys = settings.api.key_tenants
     key = args.api_key or next(iter(keys), "")
     if key not in keys:
         import sys

@@ -75,7 +75,7 @@ def serve_command(args: argparse.Namespace, settings: Settings) -> int:
     server = make_server(settings, args.port)
     host, port = server.server_address[:2]
     assert isinstance(host, str)  # a TCP server's host (bytes only for Unix sockets)
-    print(f"serving the query API on http://{host}:{port} (Ctrl-C to stop); keys: {', '.join(settings.api_key_tenants)}")
+    print(f"serving the query API on http://{host}:{port} (Ctrl-C to stop); keys: {', '.join(settings.api.key_tenants)}")
     try:
         server.serve_forever()
     except KeyboardInterrupt:

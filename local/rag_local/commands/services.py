@@ -28,9 +28,9 @@ def up_command(args: argparse.Namespace, settings: Settings) -> int:
     from rag_local import postgres, supervisor
 
     if postgres.is_used(settings):
-        started = postgres.start(settings.local_dir / "pgdata", settings.local_pg_port, settings.local_pg_shared_buffers)
-        postgres.ensure_database(settings.local_pg_port, "rag")
-        print(f"PostgreSQL   {'started' if started else 'already running'} on 127.0.0.1:{settings.local_pg_port}")
+        started = postgres.start(settings.local.dir / "pgdata", settings.local.pg_port, settings.local.pg_shared_buffers)
+        postgres.ensure_database(settings.local.pg_port, "rag")
+        print(f"PostgreSQL   {'started' if started else 'already running'} on 127.0.0.1:{settings.local.pg_port}")
     applied = migrate_database(settings)
     print(f"migrations   {', '.join(applied) if applied else 'up to date'}")
 
@@ -45,10 +45,10 @@ def up_command(args: argparse.Namespace, settings: Settings) -> int:
         print("services     already running")
     print(f"database     {resolve_database_url(settings)}")
     print(f"S3, SQS      {os.environ['AWS_ENDPOINT_URL']}  (moto; credentials 'testing')")
-    print(f"query API    http://127.0.0.1:{settings.local_api_port}  (Authorization: Bearer <key>; keys from RAG_API_KEYS)")
-    print(f"bucket       {settings.local_bucket}  (drop files under projects/<project_id>/...)")
-    print(f"mirror       {settings.local_dir / 's3' / settings.local_bucket}  (the bucket on disk; `rag up` restores it)")
-    print(f"queue        {settings.local_queue}  (+ DLQ {settings.local_queue}-dlq)")
+    print(f"query API    http://127.0.0.1:{settings.local.api_port}  (Authorization: Bearer <key>; keys from RAG_API_KEYS)")
+    print(f"bucket       {settings.local.bucket}  (drop files under projects/<project_id>/...)")
+    print(f"mirror       {settings.local.dir / 's3' / settings.local.bucket}  (the bucket on disk; `rag up` restores it)")
+    print(f"queue        {settings.local.queue}  (+ DLQ {settings.local.queue}-dlq)")
     return 0
 
 
@@ -59,6 +59,6 @@ def down_command(args: argparse.Namespace, settings: Settings) -> int:
     if pid is not None:
         print(f"services     stopped (pid {pid})")
     if postgres.is_used(settings):
-        stopped = postgres.stop(settings.local_dir / "pgdata")
+        stopped = postgres.stop(settings.local.dir / "pgdata")
         print(f"PostgreSQL   {'stopped' if stopped else 'was not running'}")
     return 0

@@ -76,9 +76,9 @@ def _target(args: argparse.Namespace, settings: Settings) -> tuple[str, Auth, Up
 
     try:
         if args.local_aws:  # the CLI has pointed boto3 at the local moto server
-            session = boto3.Session(region_name=settings.aws_region)
-            outputs = StackOutputs(bucket_name=settings.local_bucket, api_url=f"http://127.0.0.1:{settings.local_api_port}")
-            logs = f"{settings.local_dir / 'logs' / 'services.log'} and `rag status` say what happened to the file"
+            session = boto3.Session(region_name=settings.aws.region)
+            outputs = StackOutputs(bucket_name=settings.local.bucket, api_url=f"http://127.0.0.1:{settings.local.api_port}")
+            logs = f"{settings.local.dir / 'logs' / 'services.log'} and `rag status` say what happened to the file"
         else:
             session = boto3.Session(profile_name=args.profile, region_name=args.region)
             if args.stack:
@@ -104,12 +104,12 @@ def _tenant(args: argparse.Namespace, settings: Settings, token: str | None) -> 
     """The tenant to upload for (None: the default tenant's short form); locally, the API key's tenant."""
     from rag_local.stack_access import SmokeSetupError
 
-    key_tenant = settings.api_key_tenants.get(token or "") if args.local_aws else None
+    key_tenant = settings.api.key_tenants.get(token or "") if args.local_aws else None
     if key_tenant is None:
         return args.tenant  # type: ignore[no-any-return]
     if args.tenant and args.tenant != key_tenant:
         raise SmokeSetupError(f"the API key belongs to tenant {key_tenant}, not {args.tenant} (RAG_API_KEYS)")
-    return None if key_tenant == settings.default_tenant else key_tenant
+    return None if key_tenant == settings.ingest.default_tenant else key_tenant
 
 
 def _api_url(args: argparse.Namespace, outputs: StackOutputs) -> str:
@@ -134,7 +134,7 @@ def _auth(args: argparse.Namespace, settings: Settings, session: Any, api_url: s
             raise SmokeSetupError("--iam needs AWS credentials and a region (--profile, --region)")
         return SigV4(credentials, region), None
     token = (
-        args.token or os.environ.get(TOKEN_VARIABLE) or (next(iter(settings.api_key_tenants), None) if args.local_aws else None)
+        args.token or os.environ.get(TOKEN_VARIABLE) or (next(iter(settings.api.key_tenants), None) if args.local_aws else None)
     )
     if not token:
         raise SmokeSetupError(f"pass --token (or set {TOKEN_VARIABLE}): a JWT of your identity provider; or use --iam")

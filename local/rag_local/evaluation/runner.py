@@ -70,7 +70,7 @@ class EvalReport:
 def ingest_fingerprint(settings: Settings) -> str:
     """A short hash of everything that shapes the ingested rows."""
     digest = hashlib.sha256()
-    digest.update(f"{settings.embedding_model_id}|{settings.chunk_tokens}|{settings.chunk_overlap_tokens}".encode())
+    digest.update(f"{settings.embedding.model_id}|{settings.ingest.chunk_tokens}|{settings.ingest.chunk_overlap_tokens}".encode())
     for name in INGEST_CODE:
         path = REPO_ROOT / name
         for file in sorted(path.rglob("*.py") if path.is_dir() else [path]) + sorted(
@@ -89,13 +89,13 @@ def eval_database(settings: Settings, name: str, *, fresh: bool = False) -> Iter
 
     from rag_local import postgres
 
-    pgdata = (REPO_ROOT / settings.local_dir / "pgdata").resolve()
+    pgdata = (REPO_ROOT / settings.local.dir / "pgdata").resolve()
     started = False
-    if settings.database_url:
-        server = settings.database_url
+    if settings.database.url:
+        server = settings.database.url
     else:
-        started = postgres.start(pgdata, settings.local_pg_port)
-        server = postgres.server_url(settings.local_pg_port)
+        started = postgres.start(pgdata, settings.local.pg_port)
+        server = postgres.server_url(settings.local.pg_port)
     try:
         with psycopg.connect(server, autocommit=True) as admin:
             if fresh:
@@ -162,7 +162,7 @@ def ingest(transcripts: list[Transcript], database_url: str, *, progress: bool) 
     handler = load_handler_module("ingest").lambda_handler
     with mock_aws():
         s3, sqs = s3_client(settings), sqs_client(settings)
-        queue = create_ingest_resources(s3, sqs, EVAL_BUCKET, EVAL_QUEUE, settings.aws_region)
+        queue = create_ingest_resources(s3, sqs, EVAL_BUCKET, EVAL_QUEUE, settings.aws.region)
         sqs.purge_queue(QueueUrl=queue.url)  # S3's test event; no object change
         for transcript in tqdm(transcripts, desc="upload", unit="file", disable=not progress):
             s3.put_object(Bucket=EVAL_BUCKET, Key=object_key(transcript), Body=transcript.path.read_bytes())

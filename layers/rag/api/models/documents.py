@@ -13,7 +13,9 @@ from rag.validation import PROJECT_PATTERN, Strict
 DocumentStatus = Literal["raw_ingested", "segmented", "embedded", "extracted", "failed"]
 
 
-class ListedDocument(BaseModel):
+class DocumentHead(BaseModel):
+    """What the list and the content say of a document."""
+
     document_id: str
     project_id: str
     kind: str | None = None
@@ -21,12 +23,15 @@ class ListedDocument(BaseModel):
     title: str | None = None
     meeting_date: date | None = None
     status: str
+    source: Source
+
+
+class ListedDocument(DocumentHead):
     error: str | None = Field(default=None, description="why ingest failed it")
     backfill_error: str | None = Field(default=None, description="the last failure of a backfill stage on it")
     chunk_count: int
     created_at: datetime
     updated_at: datetime
-    source: Source
 
 
 class StatusCounts(BaseModel):
@@ -76,16 +81,8 @@ class Item(BaseModel):
     speakers: list[str] = Field(default_factory=list)
 
 
-class DocumentContent(BaseModel):
-    document_id: str
-    project_id: str
-    kind: str | None = None
-    format: str | None = None
-    title: str | None = None
-    meeting_date: date | None = None
+class DocumentContent(DocumentHead):
     participants: list[str] = Field(default_factory=list)
-    status: str
-    source: Source
     length: int = Field(description="characters of the whole body")
     offset: int
     text: str = Field(description="the body from offset, at most limit characters")
