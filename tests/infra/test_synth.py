@@ -129,7 +129,7 @@ def test_functions_get_the_configured_embedding_model(stage: Synthesized) -> Non
         settings = Settings(embedding_provider=variables["RAG_EMBEDDING_PROVIDER"],
                             embedding_model=variables["RAG_EMBEDDING_MODEL"],
                             embedding_dimension=int(variables["RAG_EMBEDDING_DIMENSION"]))  # fmt: skip
-        assert settings.embedding_model_id == stage.config.embedding_model_id
+        assert settings.embedding.model_id == stage.config.embedding_model_id
         assert variables["POWERTOOLS_METRICS_NAMESPACE"] == "MeetingRag"
         assert variables["POWERTOOLS_SERVICE_NAME"]
 
