@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, get_args, get_type_hints
 
 from infra.api_access import DEFAULT_AUDIENCE, DEFAULT_TENANT_CLAIM, PLACEHOLDER_ISSUER, WebAuth, check_api_access
+from infra.db_capacity import DatabaseEngine, check_aurora, max_connections_ceiling
 
 EmbeddingProvider = Literal["bedrock", "openai"]
 LlmProvider = Literal["none", "openai", "bedrock"]  # bedrock: /v1/ask only (the backfill stays offline)
@@ -34,16 +35,7 @@ PRINCIPAL_ARN_PATTERN = re.compile(r"^arn:aws[a-z-]*:iam::[0-9]{12}:(root|role/\
 # SQS accepts a redrive policy's maxReceiveCount within 1..1000.
 MAX_RECEIVE_COUNT_RANGE = (1, 1000)
 
-# --- capacity (infra/README.md, "Capacity") -----------------------------------------------------------
-# RDS for PostgreSQL's default max_connections: LEAST({DBInstanceClassMemory/9531392}, 5000).
-RDS_MAX_CONNECTIONS_BYTES = 9_531_392
-RDS_MAX_CONNECTIONS_CAP = 5000
-# Nominal memory of instance classes (GiB). DBInstanceClassMemory is less (RDS keeps some for the OS and its agents),
-# so the formula on the nominal memory is an upper bound on the real default.
-DB_INSTANCE_MEMORY_GIB = {
-    "t4g.micro": 1, "t4g.small": 2, "t4g.medium": 4, "t4g.large": 8, "t4g.xlarge": 16,
-    "m7g.large": 8, "m7g.xlarge": 16, "m7g.2xlarge": 32, "r7g.large": 16, "r7g.xlarge": 32,
-}  # fmt: skip
+# --- capacity (infra/README.md, "Capacity"; database ceilings in infra/db_capacity.py) ---------------------
 # Connections of max_connections left outside the proxy's pool: PostgreSQL's superuser_reserved_connections (3),
 # RDS's rds.rds_superuser_reserved_connections (2), the migrator (1), the two secret rotations (2), operators (2).
 DB_ADMIN_HEADROOM = 10
@@ -52,12 +44,6 @@ BACKFILL_FUNCTIONS = 3  # segment, embed, extract (constructs/backfill_state_mac
 # Lambda's default account quota, and what it must keep unreserved (ReservedConcurrentExecutions is refused below).
 LAMBDA_ACCOUNT_CONCURRENCY = 1000
 LAMBDA_UNRESERVED_MINIMUM = 100
-
-
-def rds_default_max_connections(instance_class: str) -> int | None:
-    """RDS's formula on the class's nominal memory (an upper bound of the real default), None for an unknown class."""
-    gib = DB_INSTANCE_MEMORY_GIB.get(instance_class)
-    return None if gib is None else min(gib * 2**30 // RDS_MAX_CONNECTIONS_BYTES, RDS_MAX_CONNECTIONS_CAP)
 
 
 def check_tenant_id(tenant_id: str) -> str:
@@ -87,6 +73,12 @@ class StageConfig:
     bedrock_rerank_model: BedrockRerankModel = "cohere.rerank-v3-5:0"  # in the stack's region
 
     # --- database ---------------------------------------------------------------------
+    # rds: one RDS for PostgreSQL instance; aurora: Aurora PostgreSQL Serverless v2, a writer and aurora_readers readers
+    # (infra/README.md, "Aurora"); db_instance_class and the storage fields apply to rds only.
+    database: DatabaseEngine = "rds"
+    aurora_readers: int = 1
+    aurora_min_acu: float = 0.5  # 0: instances pause when idle (auto-pause)
+    aurora_max_acu: float = 4.0  # sizes max_connections too (db_capacity.aurora_default_max_connections)
     db_instance_class: str = "t4g.micro"
     db_allocated_storage_gb: int = 20
     db_max_allocated_storage_gb: int = 100
@@ -207,12 +199,12 @@ class StageConfig:
         self._check_capacity()
 
     def _check_capacity(self) -> None:
-        ceiling = rds_default_max_connections(self.db_instance_class)
-        if not 1 <= self.db_max_connections <= (ceiling or RDS_MAX_CONNECTIONS_CAP):
+        check_aurora(self.database, self.aurora_readers, self.aurora_min_acu, self.aurora_max_acu)
+        ceiling, source = max_connections_ceiling(self.database, self.db_instance_class, self.aurora_max_acu)
+        if not 1 <= self.db_max_connections <= ceiling:
             raise ValueError(
-                f"db_max_connections must be within 1..{ceiling or RDS_MAX_CONNECTIONS_CAP} for db.{self.db_instance_class} "
-                f"(RDS's LEAST(DBInstanceClassMemory/{RDS_MAX_CONNECTIONS_BYTES}, {RDS_MAX_CONNECTIONS_CAP})), "
-                f"not {self.db_max_connections}"
+                f"db_max_connections must be within 1..{ceiling} for {source} "
+                f"(LEAST(DBInstanceClassMemory/9531392, 5000)), not {self.db_max_connections}"
             )
         if not 1 <= self.db_proxy_max_connections_percent <= 100:
             raise ValueError(
@@ -338,6 +330,8 @@ def _coerce(key: str, hint: Any, value: Any) -> Any:
         return value.lower() == "true"
     if hint is int:
         return int(value)
+    if hint is float:
+        return float(value)
     if hint == tuple[str, ...]:
         return tuple(item.strip() for item in value.split(",") if item.strip())
     if hint == Mapping[str, str]:

@@ -65,8 +65,7 @@ class MeetingRagStack(cdk.Stack):
             state_machine=self.backfill.state_machine,
             apis={"Api": self.query.api, "ServiceApi": self.query.service_api},
             ingest_queue=self.ingest.queue,
-            db_instance=self.database.instance,
-            db_proxy=self.database.proxy,
+            database=self.database,
             backfill_schedule=self.backfill.schedule,
         )
 
@@ -75,7 +74,7 @@ class MeetingRagStack(cdk.Stack):
         # The database's deletion protection comes last: a create that fails before it can still delete the instance.
         others = list(self.node.children)
         self.deletion_protection = DeletionProtection(
-            self, "DatabaseDeletionProtection", config=config, instance=self.database.instance, after=others
+            self, "DatabaseDeletionProtection", config=config, target=self.database.target, after=others
         )
 
         self._outputs(config)
@@ -134,12 +133,20 @@ class MeetingRagStack(cdk.Stack):
         cdk.CfnOutput(
             self, "IngestLogGroupName", value=self.ingest.function.log_group.log_group_name, description="Ingest errors"
         )
-        cdk.CfnOutput(
-            self,
-            "DatabaseInstanceIdentifier",
-            value=self.database.instance.instance_identifier,
-            description="RDS instance (meeting-rag-<stage>-<from the stack id>), for aws rds commands",
-        )
+        if self.database.instance is not None:
+            cdk.CfnOutput(
+                self,
+                "DatabaseInstanceIdentifier",
+                value=self.database.instance.instance_identifier,
+                description="RDS instance (meeting-rag-<stage>-<from the stack id>), for aws rds commands",
+            )
+        if self.database.cluster is not None:
+            cdk.CfnOutput(
+                self,
+                "DatabaseClusterIdentifier",
+                value=self.database.cluster.cluster_identifier,
+                description="Aurora cluster (meeting-rag-<stage>-<from the stack id>), for aws rds commands",
+            )
 
 
 def stack_name(stage: str) -> str:

@@ -1,4 +1,5 @@
-"""RDS for PostgreSQL (pgvector 0.8) behind RDS Proxy with IAM authentication; credentials rotated in Secrets Manager."""
+"""RDS for PostgreSQL (pgvector 0.8), or Aurora PostgreSQL Serverless v2 (``-c database=aurora``), behind RDS Proxy with IAM
+authentication; credentials rotated in Secrets Manager."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
 from infra.config import StageConfig
+from infra.constructs.aurora import aurora_cluster, read_only_endpoint
 from infra.constructs.network import Network
 from infra.defaults import DATABASE_NAME, DATABASE_PORT, POSTGRES_VERSION, VPC_CIDR, log_retention
 from infra.nag import acknowledge
@@ -26,10 +28,29 @@ class Database(Construct):
     def __init__(self, scope: Construct, id: str, *, config: StageConfig, network: Network) -> None:
         super().__init__(scope, id)
         self._security_groups(network)
-        self._instance(config, network)
-        self._acknowledge(config)
+        self.instance: rds.DatabaseInstance | None = None
+        self.cluster: rds.DatabaseCluster | None = None
+        self.target: rds.DatabaseInstance | rds.DatabaseCluster
+        if config.database == "aurora":
+            self.target = self.cluster = aurora_cluster(
+                self,
+                config,
+                network,
+                security_group=self.instance_sg,
+                identifier=_identifier(config),
+                credentials=rds.Credentials.from_generated_secret(ADMIN_USER),
+            )
+        else:
+            self.target = self.instance = self._instance(config, network)
+            self._acknowledge(config, self.instance)
         self._secrets(config, network)
         self._proxy(config, network)
+        # The query function's reads: the proxy's read-only endpoint, where the cluster has readers.
+        self.reader_endpoint = (
+            read_only_endpoint(self, config, network, self.proxy, self.proxy_sg)
+            if self.cluster is not None and config.aurora_readers
+            else None
+        )
 
     def _security_groups(self, network: Network) -> None:
         self.instance_sg = ec2.SecurityGroup(
@@ -43,12 +64,9 @@ class Database(Construct):
         # The proxy reads its credentials from Secrets Manager: allow HTTPS to the VPC's interface endpoints.
         self.proxy_sg.add_egress_rule(ec2.Peer.ipv4(VPC_CIDR), ec2.Port.tcp(443), "HTTPS to the VPC endpoints")
 
-    def _instance(self, config: StageConfig, network: Network) -> None:
+    def _instance(self, config: StageConfig, network: Network) -> rds.DatabaseInstance:
         engine = rds.DatabaseInstanceEngine.postgres(version=POSTGRES_VERSION)
-        # meeting-rag-<stage>-<8 hex of this stack's id>: stable for the stack's life, new for a new stack. An instance
-        # a failed create left behind (or the log groups RDS recreates for it) cannot collide with the next create.
-        stack_uuid = cdk.Fn.select(2, cdk.Fn.split("/", cdk.Aws.STACK_ID))
-        identifier = f"meeting-rag-{config.name}-{cdk.Fn.select(0, cdk.Fn.split('-', stack_uuid))}"
+        identifier = _identifier(config)
         # The exported PostgreSQL logs get their retention here, not from a LogRetention Lambda.
         exported_logs = [
             logs.LogGroup(
@@ -60,7 +78,7 @@ class Database(Construct):
             )
             for name in EXPORTED_LOGS
         ]
-        self.instance = rds.DatabaseInstance(
+        instance = rds.DatabaseInstance(
             self,
             "Instance",
             instance_identifier=identifier,
@@ -107,19 +125,20 @@ class Database(Construct):
             ),
         )
         for group in exported_logs:
-            self.instance.node.add_dependency(group)
+            instance.node.add_dependency(group)
+        return instance
 
-    def _acknowledge(self, config: StageConfig) -> None:
+    def _acknowledge(self, config: StageConfig, instance: rds.DatabaseInstance) -> None:
         """cfn-lint's and cdk-nag's findings on the instance that are by design, each with its reason."""
         # cfn-lint's W3691 data lists every bare major version ("17") as deprecated, although RDS takes a major
         # version alone and creates the instance on a recent minor of it (RDS User Guide, "Supported PostgreSQL
         # versions"; the same false positive was fixed once for E3691, cfn-lint issue 3849). This resource only;
         # tests/infra/test_database.py checks that the suppression is still needed.
-        cfn_instance = self.instance.node.default_child
+        cfn_instance = instance.node.default_child
         assert isinstance(cfn_instance, rds.CfnDBInstance)
         cfn_instance.add_metadata("cfn-lint", {"config": {"ignore_checks": [CFN_LINT_MAJOR_VERSION_CHECK]}})
         if config.db_monitoring_interval_seconds:
-            monitoring_role = self.instance.node.find_child("MonitoringRole")
+            monitoring_role = instance.node.find_child("MonitoringRole")
             acknowledge(
                 monitoring_role,
                 "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AmazonRDSEnhancedMonitoringRole]",
@@ -127,33 +146,33 @@ class Database(Construct):
             )
         if not config.db_multi_az:
             acknowledge(
-                self.instance,
+                instance,
                 "AwsSolutions-RDS3",
                 f"stage {config.name} runs a single-AZ instance to save cost; db_multi_az switches it (on in prod)",
             )
         acknowledge(
-            self.instance,
+            instance,
             "AwsSolutions-RDS10",
             "deletion protection is set by the DeletionProtection custom resource once every other resource exists "
             f"(db_deletion_protection: {config.db_deletion_protection} here, on in prod), so a failed first create can roll back",
         )
 
     def _secrets(self, config: StageConfig, network: Network) -> None:
-        assert self.instance.secret is not None
-        self.secret = self.instance.secret
-        self.rotation = self.instance.add_rotation_single_user(
+        assert self.target.secret is not None
+        self.secret = self.target.secret
+        self.rotation = self.target.add_rotation_single_user(
             automatically_after=cdk.Duration.days(config.db_secret_rotation_days),
             vpc_subnets=network.function_subnets,
         )
 
         # The application role's credentials: the migrator creates the role with them, the proxy logs in with them.
-        self.app_secret = rds.DatabaseSecret(self, "AppSecret", username=APP_USER, dbname=DATABASE_NAME).attach(self.instance)
+        self.app_secret = rds.DatabaseSecret(self, "AppSecret", username=APP_USER, dbname=DATABASE_NAME).attach(self.target)
         self.app_rotation = secretsmanager.SecretRotation(
             self,
             "AppSecretRotation",
             application=secretsmanager.SecretRotationApplication.POSTGRES_ROTATION_SINGLE_USER,
             secret=self.app_secret,
-            target=self.instance,
+            target=self.target,
             vpc=network.vpc,
             vpc_subnets=network.function_subnets,
             automatically_after=cdk.Duration.days(config.db_secret_rotation_days),
@@ -166,7 +185,11 @@ class Database(Construct):
             "Proxy",
             # Unique per stage in an account and region (dev and prod side by side); CDK's default is "Proxy".
             db_proxy_name=f"meeting-rag-{config.name}",
-            proxy_target=rds.ProxyTarget.from_instance(self.instance),
+            proxy_target=(
+                rds.ProxyTarget.from_cluster(self.target)
+                if isinstance(self.target, rds.DatabaseCluster)
+                else rds.ProxyTarget.from_instance(self.target)
+            ),
             secrets=[self.secret, self.app_secret],
             vpc=network.vpc,
             vpc_subnets=network.database_subnets,
@@ -184,10 +207,23 @@ class Database(Construct):
         """``RAG_DATABASE_IAM_URL``: the proxy endpoint and user; the password is an IAM token made at connect time."""
         return f"postgresql://{APP_USER}@{self.proxy.endpoint}:{PROXY_PORT}/{DATABASE_NAME}?sslmode=require"
 
+    @property
+    def reader_environment(self) -> dict[str, str]:
+        """The query function's reader (rag.store.replica): the read-only endpoint's host; port, user, IAM token (signed
+        for that host), database and TLS as the writer's. Empty without readers: every read goes to the writer."""
+        return {} if self.reader_endpoint is None else {"RAG_DATABASE_READER_HOST": self.reader_endpoint.attr_endpoint}
+
     def allow_direct_access(self, peer: ec2.ISecurityGroup, description: str) -> None:
-        """The instance itself (not the proxy), for the deploy-time migrator only."""
+        """The instance or cluster itself (not the proxy), for the deploy-time migrator only."""
         self.instance_sg.add_ingress_rule(peer, ec2.Port.tcp(DATABASE_PORT), description)
 
     def grant_connect(self, grantee: iam.IGrantable) -> None:
         """``rds-db:connect`` through the proxy as the application user, nothing else."""
         self.proxy.grant_connect(grantee, APP_USER)
+
+
+def _identifier(config: StageConfig) -> str:
+    """meeting-rag-<stage>-<8 hex of this stack's id>: stable for the stack's life, new for a new stack. A database a
+    failed create left behind (or the log groups RDS recreates for it) cannot collide with the next create."""
+    stack_uuid = cdk.Fn.select(2, cdk.Fn.split("/", cdk.Aws.STACK_ID))
+    return f"meeting-rag-{config.name}-{cdk.Fn.select(0, cdk.Fn.split('-', stack_uuid))}"

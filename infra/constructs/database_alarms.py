@@ -1,4 +1,5 @@
-"""The database's alarms: CPU, free storage, connections against max_connections, and the RDS Proxy's borrow latency."""
+"""The RDS instance's alarms: CPU, free storage, connections against max_connections, and the RDS Proxy's borrow latency
+(Aurora's: aurora_alarms.py)."""
 
 from __future__ import annotations
 
@@ -21,11 +22,9 @@ PROXY_BORROW_LATENCY_US = 50_000  # 50 ms average over 3 x 5 min; a free pooled 
 
 @dataclass(frozen=True)
 class DatabaseAlarms:
-    cpu: cw.Alarm
-    storage: cw.Alarm
-    connections: cw.Alarm
-    proxy_borrow_latency: cw.Alarm
-    metrics: tuple[cw.IMetric, cw.IMetric, cw.IMetric, cw.IMetric]  # CPU, connections, free storage, borrow latency
+    alarms: dict[str, cw.Alarm]  # by name (Monitoring/<name>)
+    graphs: tuple[tuple[str, list[cw.IMetric]], ...]  # the dashboard's database row: (title, metrics)
+    borrow_latency: cw.IMetric  # the proxy's, graphed beside the queues
 
 
 def database_alarms(
@@ -89,7 +88,13 @@ def database_alarms(
         periods=2,
     )
     proxy_latency, borrow_latency = proxy_borrow_latency_alarm(alarms, db_proxy)
-    return DatabaseAlarms(cpu, storage, connections, proxy_latency, (db_cpu, db_connections, db_storage, borrow_latency))
+    return DatabaseAlarms(
+        {"DatabaseCpu": cpu, "DatabaseFreeStorage": storage, "DatabaseConnections": connections,
+         "ProxyBorrowLatency": proxy_latency},
+        (("Database CPU (%)", [db_cpu]), ("Database connections", [db_connections]),
+         ("Database free storage (bytes)", [db_storage])),
+        borrow_latency,
+    )  # fmt: skip
 
 
 def proxy_borrow_latency_alarm(alarms: AlarmSet, db_proxy: rds.IDatabaseProxy) -> tuple[cw.Alarm, cw.IMetric]:

@@ -1,8 +1,9 @@
-"""Deletion protection of the database instance, set as the last step of a deploy.
+"""Deletion protection of the database instance (or Aurora cluster), set as the last step of a deploy.
 
 On the instance from its creation, deletion protection would block the rollback of a first create that fails later
 (a quota, a migration, a subscription): the stack ends ROLLBACK_FAILED with the instance left behind. The template
-therefore leaves it out; this custom resource calls RDS ``ModifyDBInstance`` with the stage's ``db_deletion_protection``
+therefore leaves it out; this custom resource calls RDS ``ModifyDBInstance`` (``ModifyDBCluster`` for Aurora) with the
+stage's ``db_deletion_protection``
 after every other resource of the stack exists (``after``), and again whenever the value or the instance changes.
 Nothing is undone on delete: a deleted stack leaves a protected instance protected (and retained, by its removal policy).
 """
@@ -27,18 +28,34 @@ AWS_CUSTOM_RESOURCE_FUNCTION = "AWS679f53fac002430cb0da5b7982bd2287"
 
 class DeletionProtection(Construct):
     def __init__(
-        self, scope: Construct, id: str, *, config: StageConfig, instance: rds.DatabaseInstance, after: Sequence[IDependable]
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        config: StageConfig,
+        target: rds.DatabaseInstance | rds.DatabaseCluster,
+        after: Sequence[IDependable],
     ) -> None:
         super().__init__(scope, id)
+        # The RDS instance: ModifyDBInstance; the Aurora cluster: ModifyDBCluster (its instances have none of their own).
+        if isinstance(target, rds.DatabaseCluster):
+            action, key, identifier, arn = "modifyDBCluster", "DBClusterIdentifier", target.cluster_identifier, target.cluster_arn
+        else:
+            action, key, identifier, arn = (
+                "modifyDBInstance",
+                "DBInstanceIdentifier",
+                target.instance_identifier,
+                target.instance_arn,
+            )
         call = cr.AwsSdkCall(
             service="RDS",
-            action="modifyDBInstance",
+            action=action,
             parameters={
-                "DBInstanceIdentifier": instance.instance_identifier,
+                key: identifier,
                 "DeletionProtection": config.db_deletion_protection,
                 "ApplyImmediately": True,  # deletion protection needs no maintenance window or reboot
             },
-            physical_resource_id=cr.PhysicalResourceId.of(instance.instance_identifier),
+            physical_resource_id=cr.PhysicalResourceId.of(identifier),
         )
         self.resource = cr.AwsCustomResource(
             self,
@@ -47,7 +64,7 @@ class DeletionProtection(Construct):
             on_create=call,
             on_update=call,
             policy=cr.AwsCustomResourcePolicy.from_statements(
-                [iam.PolicyStatement(actions=["rds:ModifyDBInstance"], resources=[instance.instance_arn])]
+                [iam.PolicyStatement(actions=[f"rds:{action[0].upper()}{action[1:]}"], resources=[arn])]
             ),
             install_latest_aws_sdk=False,  # the runtime's SDK has ModifyDBInstance; no npm install at deploy time
             log_group=log_group(self, "Logs", config),
@@ -59,5 +76,5 @@ class DeletionProtection(Construct):
         acknowledge(
             provider,
             "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole]",
-            "CDK's AwsCustomResource function: it only writes its logs and calls ModifyDBInstance on this instance",
+            "CDK's AwsCustomResource function: it only writes its logs and calls ModifyDBInstance (ModifyDBCluster) on this database",
         )

@@ -94,8 +94,8 @@ class Migrations(Construct):
                 "EmbeddingDimension": str(config.embedding_dimension),
             },
         )
-        # Migrate only once the instance and its credentials exist.
-        self.resource.node.add_dependency(database.instance)
+        # Migrate only once the instance (or the cluster and its instances) and its credentials exist.
+        self.resource.node.add_dependency(database.target)
         self.resource.node.add_dependency(database.rotation)
         output = cdk.CfnOutput(
             self,

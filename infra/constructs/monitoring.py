@@ -1,7 +1,8 @@
 """Alarms to an SNS topic, each description a short runbook (infra/README.md, "When an alarm fires"); a dashboard.
 
 Alarms: ingest DLQ depth and the ingest queue's oldest message; Lambda errors and throttles; the database's CPU,
-free storage and connections (against its max_connections) and the RDS Proxy's borrow latency; backfill executions
+free storage and connections (against its max_connections), or Aurora's per role with its capacity, memory and replica
+lag, and the RDS Proxy's borrow latency; backfill executions
 failed, timed out, and (with the schedule on) none succeeding for three schedule periods or the schedule failing to
 start one; API 5xx and p95 latency.
 
@@ -29,7 +30,9 @@ from constructs import Construct
 
 from infra.config import StageConfig
 from infra.constructs.alarms import PERIOD, AlarmSet
+from infra.constructs.aurora_alarms import aurora_alarms
 from infra.constructs.backfill_alarms import BackfillAlarms, backfill_alarms, backfill_warm_up_minutes
+from infra.constructs.database import Database
 from infra.constructs.database_alarms import DatabaseAlarms, database_alarms
 from infra.constructs.ingest_alarms import dead_letters_alarm, ingest_queue_age_alarm
 from infra.constructs.service_alarms import api_alarms, lambda_alarms
@@ -53,8 +56,7 @@ class Monitoring(Construct):
         state_machine: sfn.IStateMachine,
         apis: dict[str, apigwv2.HttpApi],
         ingest_queue: sqs.IQueue,
-        db_instance: rds.IDatabaseInstance,
-        db_proxy: rds.IDatabaseProxy,
+        database: Database,
         backfill_schedule: events.IRule | None = None,
     ) -> None:
         super().__init__(scope, id)
@@ -68,9 +70,12 @@ class Monitoring(Construct):
         lambda_alarms(alarms, functions)
         queue_age = ingest_queue_age_alarm(alarms, ingest_queue, ingest_logs)
         self.ingest_queue_age = queue_age.alarm
-        database = database_alarms(alarms, config, db_instance, db_proxy, state_machine)
-        self.database_cpu, self.database_storage = database.cpu, database.storage
-        self.database_connections, self.proxy_borrow_latency = database.connections, database.proxy_borrow_latency
+        database_set = (
+            aurora_alarms(alarms, config, database.cluster, database.proxy, state_machine)
+            if database.cluster is not None
+            else database_alarms(alarms, config, _instance(database), database.proxy, state_machine)
+        )
+        self.database_alarms = database_set.alarms
         backfill = backfill_alarms(alarms, config, state_machine, backfill_schedule)
         self.backfill_failed, self.backfill_timed_out = backfill.failed, backfill.timed_out
         if backfill.not_succeeding is not None:
@@ -80,7 +85,7 @@ class Monitoring(Construct):
         latency_metrics, error_metrics = api_alarms(alarms, config, apis, functions)
         self.dashboard = self._dashboard(
             config, functions, state_machine, (latency_metrics, error_metrics), (dead_letters.metric, queue_age.metric),
-            database, backfill,
+            database_set, backfill,
         )  # fmt: skip
 
     def _topic(self, config: StageConfig) -> sns.Topic:
@@ -107,7 +112,6 @@ class Monitoring(Construct):
     ) -> cw.Dashboard:
         """Every alarm's metric graphed, and the alarms' states; ``api`` is (latency, 5xx), ``queues`` (DLQ, age)."""
         (latency_metrics, error_metrics), (dlq_depth, ingest_age) = api, queues
-        db_cpu, db_connections, db_storage, borrow_latency = database.metrics
         failed, timed_out = backfill.metrics
         dashboard = cw.Dashboard(self, "Dashboard", dashboard_name=f"meeting-rag-{config.name}")
         dashboard.add_widgets(
@@ -122,13 +126,9 @@ class Monitoring(Construct):
                 title="Lambda duration p95", left=[f.metric_duration(period=PERIOD, statistic="p95") for f in functions.values()]
             ),
         )
+        dashboard.add_widgets(*[cw.GraphWidget(title=title, left=metrics) for title, metrics in database.graphs])
         dashboard.add_widgets(
-            cw.GraphWidget(title="Database CPU (%)", left=[db_cpu]),
-            cw.GraphWidget(title="Database connections", left=[db_connections]),
-            cw.GraphWidget(title="Database free storage (bytes)", left=[db_storage]),
-        )
-        dashboard.add_widgets(
-            cw.GraphWidget(title="Proxy borrow latency (us)", left=[borrow_latency]),
+            cw.GraphWidget(title="Proxy borrow latency (us)", left=[database.borrow_latency]),
             cw.GraphWidget(title="Ingest queue: oldest message (s)", left=[ingest_age]),
             cw.GraphWidget(
                 title="Backfill executions",
@@ -150,3 +150,8 @@ class Monitoring(Construct):
         if config.name in ALARM_EMAIL_REQUIRED:
             raise ValueError(message)
         cdk.Annotations.of(self).add_warning_v2("meeting-rag:no-alarm-email", message)
+
+
+def _instance(database: Database) -> rds.DatabaseInstance:
+    assert database.instance is not None, "an RDS stage has its instance"
+    return database.instance

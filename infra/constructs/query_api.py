@@ -94,6 +94,8 @@ class QueryApi(Construct):
                 "RAG_RERANKER": config.reranker,
                 **({"RAG_BEDROCK_RERANK_MODEL": config.bedrock_rerank_model} if config.uses_bedrock_rerank else {}),
                 "RAG_UPLOAD_BUCKET": documents.bucket_name,
+                # Aurora with readers: searches read through the proxy's read-only endpoint (docs/replicas.md).
+                **resources.database.reader_environment,
             },
             # Bounds the API's database connections (one per warm instance) below the stage throttle: see "Capacity".
             reserved_concurrency=config.query_reserved_concurrency,

@@ -66,6 +66,22 @@ def prod(synthesized: dict[str, Synthesized]) -> Synthesized:
     return synthesized["prod"]
 
 
+# Aurora PostgreSQL Serverless v2 instead of the RDS instance (infra/README.md, "Aurora"): dev's defaults (one reader,
+# 0.5-4 ACU), and prod's with two readers and a larger range.
+AURORA_CONTEXT = {"database": "aurora"}
+AURORA_PROD_CONTEXT = {**AURORA_CONTEXT, "aurora_readers": "2", "aurora_min_acu": "1", "aurora_max_acu": "16"}
+
+
+@pytest.fixture(scope="session")
+def aurora(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
+    return synthesize("dev", tmp_path_factory.mktemp("cdk-aurora"), AURORA_CONTEXT)
+
+
+@pytest.fixture(scope="session")
+def aurora_prod(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
+    return synthesize("prod", tmp_path_factory.mktemp("cdk-aurora-prod"), AURORA_PROD_CONTEXT)
+
+
 @pytest.fixture(params=sorted(STAGES))
 def stage(request: pytest.FixtureRequest, synthesized: dict[str, Synthesized]) -> Synthesized:
     return synthesized[request.param]

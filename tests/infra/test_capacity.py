@@ -11,9 +11,9 @@ from infra.config import (
     DB_ADMIN_HEADROOM,
     LAMBDA_ACCOUNT_CONCURRENCY,
     LAMBDA_UNRESERVED_MINIMUM,
-    rds_default_max_connections,
     stage_config,
 )
+from infra.db_capacity import rds_default_max_connections
 from rag.store.connection import IAM_URL_ENV
 from tests.infra.conftest import Synthesized
 

@@ -1,7 +1,7 @@
 """checkov (CloudFormation policy checks, next to cdk-nag) on every synthesized template.
 
 No failed check beyond the skips listed here, each with its reason; a skip that no longer matches a failure fails too.
-checkov runs twice over both stages' templates (copies in a temp dir): once as synthesized, to find what fails and
+checkov runs twice over both stages' templates and dev's with Aurora (``-c database=aurora``; copies in a temp dir): once as synthesized, to find what fails and
 whether each skip is still needed, and once with the skips written into the templates' resource metadata
 (``Metadata.checkov.skip``, with the reason as comment) on exactly the failing resources they cover.
 
@@ -65,11 +65,13 @@ SKIPPED: dict[str, str] = {
         "function runs in the VPC (test_functions_run_in_private_subnets_with_tracing_and_log_retention)"
     ),
     "CKV_AWS_118": (
-        "dev's single-AZ t4g.micro runs without Enhanced Monitoring (its OS metrics cost more than they tell on a "
-        "developer instance); prod turns it on every 60 s (StageConfig.db_monitoring_interval_seconds)"
+        "dev's single-AZ t4g.micro (or, with -c database=aurora, its Serverless v2 writer and reader) runs without "
+        "Enhanced Monitoring (its OS metrics cost more than they tell on a developer database); prod turns it on every "
+        "60 s (StageConfig.db_monitoring_interval_seconds)"
     ),
     "CKV_AWS_149": (
-        "the two database secrets (the RDS admin secret from from_generated_secret and DatabaseAppSecret, the functions' "
+        "the two database secrets (the RDS instance's or Aurora cluster's admin secret from from_generated_secret and "
+        "DatabaseAppSecret, the functions' "
         "role) are encrypted with the AWS managed key aws/secretsmanager; who may read them is decided by IAM: the RDS "
         "Proxy, the migrator and the rotation apps only "
         "(test_only_the_proxy_and_the_migrator_read_the_database_secrets); a customer managed key would add a key "
@@ -132,14 +134,14 @@ SKIP_ONLY_ON: dict[str, tuple[str, ...]] = {
     "CKV_AWS_115": ("MigrationsFunction",) + CDK_HANDLERS,
     "CKV_AWS_116": APP_FUNCTIONS + CDK_HANDLERS,
     "CKV_AWS_117": CDK_HANDLERS,
-    "CKV_AWS_118": ("DatabaseInstance",),
-    "CKV_AWS_149": ("DatabaseAppSecret", "DatabaseInstanceSecret"),
+    "CKV_AWS_118": ("DatabaseInstance", "DatabaseClusterWriter", "DatabaseClusterReader"),
+    "CKV_AWS_149": ("DatabaseAppSecret", "DatabaseInstanceSecret", "DatabaseClusterSecret"),
     "CKV_AWS_18": ("IngestAccessLogs",),
     "CKV_AWS_21": ("IngestAccessLogs",),
 }
 # Skips that hold in these stages only.
 SKIP_ONLY_IN: dict[str, frozenset[str]] = {
-    "CKV_AWS_118": frozenset({"dev"}),
+    "CKV_AWS_118": frozenset({"dev", "aurora"}),
     "CKV_AWS_157": frozenset({"dev"}),
 }
 
@@ -230,8 +232,11 @@ def write(folder: Path, templates: dict[str, tuple[str, dict[str, Any]]]) -> dic
 
 
 @pytest.fixture(scope="module")
-def scans(synthesized: dict[str, Synthesized], tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Scan, Scan]]:
-    """Per stage: checkov on the template as synthesized, and on the same template with the skips."""
+def scans(
+    synthesized: dict[str, Synthesized], aurora: Synthesized, tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, tuple[Scan, Scan]]:
+    """Per stage (and "aurora": dev with Aurora): checkov on the template as synthesized, and on it with the skips."""
+    synthesized = {**synthesized, "aurora": aurora}
     executable = checkov_executable()
     if executable is None:
         pytest.skip(
@@ -239,7 +244,7 @@ def scans(synthesized: dict[str, Synthesized], tmp_path_factory: pytest.TempPath
             f"{TOOL_VENV.relative_to(REPO_ROOT)}/bin/pip install -r {REQUIREMENTS.relative_to(REPO_ROOT)}"
         )
     root = tmp_path_factory.mktemp("checkov")
-    names = {stage: result.stack.stack_name for stage, result in synthesized.items()}
+    names = {stage: result.stack.stack_name + ("-aurora" if stage == "aurora" else "") for stage, result in synthesized.items()}
     raw = run_checkov(executable, write(root / "raw", {s: (names[s], r.data) for s, r in synthesized.items()}), root)
     with_skipped = {s: (names[s], with_skips(r.data, s, raw[s].failed)) for s, r in synthesized.items()}
     skipped = run_checkov(executable, write(root / "skipped", with_skipped), root)
@@ -249,17 +254,29 @@ def scans(synthesized: dict[str, Synthesized], tmp_path_factory: pytest.TempPath
 def test_templates_pass_checkov(
     stage: Synthesized, scans: dict[str, tuple[Scan, Scan]], record_property: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    raw, scan = scans[stage.stage]
+    check_scan(stage.stage, stage.stack.stack_name, scans, record_property, capsys)
+
+
+def test_the_aurora_template_passes_checkov(
+    aurora: Synthesized, scans: dict[str, tuple[Scan, Scan]], record_property: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    check_scan("aurora", f"{aurora.stack.stack_name} (database=aurora)", scans, record_property, capsys)
+
+
+def check_scan(
+    stage: str, title: str, scans: dict[str, tuple[Scan, Scan]], record_property: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    raw, scan = scans[stage]
     counts = {"passed": scan.passed, "failed": len(scan.failed), "skipped": len(scan.skipped)}
     for name, count in counts.items():
         record_property(f"checkov_{name}", count)  # in --junitxml reports
     with capsys.disabled():  # on the terminal, uncaptured
-        print(f"\ncheckov {scan.version} {stage.stack.stack_name}: " + ", ".join(f"{n} {c}" for c, n in counts.items()))
+        print(f"\ncheckov {scan.version} {title}: " + ", ".join(f"{n} {c}" for c, n in counts.items()))
 
     assert scan.version == CHECKOV_VERSION, f"checkov {scan.version}: install {REQUIREMENTS.name}'s pins"
     assert [str(f) for f in scan.failed] == [], "fix the resource, or add the check to SKIPPED with the reason"
     # The skips went into the templates as checkov reads them: exactly the covered findings, nothing else changed.
-    assert scan.skipped == tuple(f for f in raw.failed if covers(f, stage.stage))
+    assert scan.skipped == tuple(f for f in raw.failed if covers(f, stage))
     assert scan.passed == raw.passed
 
 
