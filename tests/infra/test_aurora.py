@@ -16,7 +16,7 @@ from infra.constructs.aurora import AURORA_POSTGRES_VERSION
 from infra.db_capacity import aurora_default_max_connections
 from rag.store.connection import IAM_URL_ENV
 from rag.store.migrations import MIN_VECTOR_VERSION
-from tests.infra import test_monitoring
+from tests.infra import test_cfn_lint, test_monitoring
 from tests.infra.conftest import Synthesized, resolve_strings, synthesize
 from tests.infra.test_capacity import proxy_budget, reserved
 from tests.infra.test_monitoring import alarm, alarms, logical_id, metric
@@ -255,3 +255,8 @@ def test_rds_stages_deploy_the_instance_as_before(stage: Synthesized) -> None:
     names = {re.sub(r"^Monitoring|[0-9A-F]{8}$", "", name) for name in alarms(stage)}
     assert {"DatabaseCpu", "DatabaseFreeStorage", "DatabaseConnections", "ProxyBorrowLatency"} <= names
     assert not any(name.startswith("Aurora") for name in names)
+
+
+def test_the_aurora_templates_pass_cfn_lint(aurora: Synthesized, aurora_prod: Synthesized) -> None:
+    for result in (aurora, aurora_prod):
+        test_cfn_lint.test_templates_pass_cfn_lint(result)
