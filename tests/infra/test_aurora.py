@@ -4,6 +4,7 @@ refusal of capacity settings Aurora does not take; and the RDS stages as they we
 
 from __future__ import annotations
 
+import inspect
 import json
 import math
 import re
@@ -16,7 +17,15 @@ from infra.constructs.aurora import AURORA_POSTGRES_VERSION
 from infra.db_capacity import aurora_default_max_connections
 from rag.store.connection import IAM_URL_ENV
 from rag.store.migrations import MIN_VECTOR_VERSION
-from tests.infra import test_cfn_lint, test_monitoring
+from tests.infra import (
+    test_capacity,
+    test_cfn_lint,
+    test_connection_iam,
+    test_monitoring,
+    test_network,
+    test_security,
+    test_timeouts,
+)
 from tests.infra.conftest import Synthesized, resolve_strings, synthesize
 from tests.infra.test_capacity import proxy_budget, reserved
 from tests.infra.test_monitoring import alarm, alarms, logical_id, metric
@@ -260,3 +269,36 @@ def test_rds_stages_deploy_the_instance_as_before(stage: Synthesized) -> None:
 def test_the_aurora_templates_pass_cfn_lint(aurora: Synthesized, aurora_prod: Synthesized) -> None:
     for result in (aurora, aurora_prod):
         test_cfn_lint.test_templates_pass_cfn_lint(result)
+
+
+def test_the_proxy_reaches_the_cluster_once_on_its_port_and_the_migrator_too(aurora: Synthesized) -> None:
+    cluster = aurora.resource("AWS::RDS::DBCluster")["Properties"]
+    port = int(cluster["Port"])
+    cluster_sg = test_network._group(cluster["VpcSecurityGroupIds"][0])
+    proxy_sg = test_network._group(aurora.resource("AWS::RDS::DBProxy")["Properties"]["VpcSecurityGroupIds"][0])
+    rules = test_network.security_group_rules(aurora.data)
+    assert rules.count((cluster_sg, "ingress", "tcp", port, port, "SecurityGroupId", proxy_sg)) == 1
+    assert rules.count((proxy_sg, "egress", "tcp", port, port, "SecurityGroupId", cluster_sg)) == 1
+    migrator_sg = next(name for name in aurora.resources("AWS::EC2::SecurityGroup") if name.startswith("MigrationsSg"))
+    assert rules.count((cluster_sg, "ingress", "tcp", port, port, "SecurityGroupId", migrator_sg)) == 1
+
+
+# The per-stage checks of the other modules that concern no RDS instance in particular, run on the Aurora template:
+# security (encryption, TLS, least privilege, private subnets), network, IAM connections, capacity, timeouts.
+SHARED_CHECKS = [
+    (module, name)
+    for module in (test_security, test_network, test_connection_iam, test_capacity, test_timeouts)
+    for name, function in vars(module).items()
+    if name.startswith("test_") and list(inspect.signature(function).parameters) == ["stage"]
+    and name not in {
+        # The RDS instance's own properties; Aurora's are asserted above.
+        "test_database_is_encrypted_private_backed_up_and_switchable_by_stage",
+        "test_the_proxy_and_the_instance_are_connected_once_on_the_instance_port",
+        "test_reserved_concurrency_fits_the_proxy_connection_budget",
+    }
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("module", "name"), SHARED_CHECKS, ids=[f"{m.__name__.rsplit('.', 1)[1]}.{n}" for m, n in SHARED_CHECKS])
+def test_the_shared_checks_hold_on_the_aurora_template(aurora: Synthesized, module: Any, name: str) -> None:
+    getattr(module, name)(aurora)
