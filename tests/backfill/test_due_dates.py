@@ -77,6 +77,16 @@ PHRASINGS = [
     ("I'll get the slides for the March 2 review from Dana.", TUESDAY, date(2027, 3, 2)),
     # no date said
     ("We'll get to it.", TUESDAY, None),
+    # the middle of a month, a fortnight, hours, the week after next, this time next week
+    ("I'll have the survey back by mid-March.", TUESDAY, date(2027, 3, 15)),
+    ("The draft is due in the middle of December.", TUESDAY, date(2026, 12, 15)),
+    ("Let's aim for mid next month.", TUESDAY, date(2026, 12, 15)),
+    ("I'll send it in a fortnight.", TUESDAY, date(2026, 11, 24)),
+    ("You'll have it within the next 48 hours.", TUESDAY, date(2026, 11, 12)),
+    ("I can turn it around in 36 hours.", TUESDAY, date(2026, 11, 12)),
+    ("I'll finish it by the end of the week after next.", TUESDAY, date(2026, 11, 27)),
+    ("Let's review it this time next week.", TUESDAY, date(2026, 11, 17)),
+    ("The mid-year review is a topic for later.", TUESDAY, None),
     ("I sent it a week ago, I'll chase them.", TUESDAY, None),
     ("I've been on it since Monday, I'll keep going.", TUESDAY, None),
     ("Like last Friday, I'll run the numbers.", TUESDAY, None),

@@ -19,9 +19,12 @@ way a careful note-taker would write it down:
   week's Friday; "early next week" its Monday, "mid next week" its Wednesday.
 - "today", "tonight", "this afternoon", "EOD", "end of day": the meeting date; "tomorrow",
   "EOD tomorrow": the next day.
-- "in two weeks", "within 10 days", "in a couple of weeks", "give me two weeks": counted from the meeting.
+- "in two weeks", "within 10 days", "in a couple of weeks", "give me two weeks", "in a fortnight": counted from
+  the meeting; "within 48 hours": the day those hours end on. "this time next week": a week after the meeting.
+  "the week after next": that week's Friday.
 - "Friday the 18th", "Thursday, December 3": the date (the weekday only names it).
-- "end of the month", "next month", "end of March": the last day of that month.
+- "end of the month", "next month", "end of March": the last day of that month; "mid-March", "the middle of
+  December", "mid next month": its 15th.
 - "in Q3", "by end of Q2", "end of the quarter", "next quarter": the quarter's last day ("the Q3 numbers" is a topic,
   not a deadline); "end of the year": December 31.
 
@@ -38,9 +41,10 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, timedelta
-from typing import Any
 
-from dateutil.relativedelta import FR, MO, SA, SU, TH, TU, WE, relativedelta, weekday
+from dateutil.relativedelta import FR, MO, SA, SU, TH, TU, WE, weekday
+
+from rag.backfill.calendar_days import monday_of_week, on_or_after, quarter_end, safe_date, shift
 
 WEEKDAY_OF = (MO, TU, WE, TH, FR, SA, SU)
 
@@ -119,28 +123,6 @@ def names_a_date(text: str) -> bool:
 # --- resolvers ---------------------------------------------------------------------------
 
 
-def _shift(base: date, **delta: Any) -> date:
-    """``base`` moved by a ``relativedelta`` (dateutil's result typed)."""
-    moved: date = base + relativedelta(**delta)
-    return moved
-
-
-def _safe_date(year: int, month: int, day: int) -> date | None:
-    try:
-        return date(year, month, day)
-    except ValueError:
-        return None
-
-
-def _on_or_after(base: date, month: int, day: int) -> date | None:
-    """The next ``month``/``day`` on or after ``base`` (this year's, else next year's)."""
-    for year in (base.year, base.year + 1):
-        candidate = _safe_date(year, month, day)
-        if candidate and candidate >= base:
-            return candidate
-    return None
-
-
 def _month_of(match: re.Match[str]) -> int | None:
     word = match["month"]
     if word == "may":  # the modal verb ("we may 2x it"); the month is written "May"
@@ -159,8 +141,8 @@ def _calendar_date(match: re.Match[str], base: date | None) -> date | None:
         return None
     day = _day_of(match["day"])
     if match["year"]:
-        return _safe_date(int(match["year"]), month, day)
-    return _on_or_after(base, month, day) if base else None
+        return safe_date(int(match["year"]), month, day)
+    return on_or_after(base, month, day) if base else None
 
 
 def _numeric_date(match: re.Match[str], base: date | None) -> date | None:
@@ -172,8 +154,8 @@ def _numeric_date(match: re.Match[str], base: date | None) -> date | None:
     else:  # "3/4": March 4 in the US, 3 April elsewhere; no date beats a wrong one
         return None
     if year := match["year"]:
-        return _safe_date(int(year) + (2000 if len(year) == 2 else 0), month, day)
-    return _on_or_after(base, month, day) if base else None
+        return safe_date(int(year) + (2000 if len(year) == 2 else 0), month, day)
+    return on_or_after(base, month, day) if base else None
 
 
 def _day_of_month(match: re.Match[str], base: date | None) -> date | None:
@@ -184,19 +166,15 @@ def _day_of_month(match: re.Match[str], base: date | None) -> date | None:
         return None
     month_start = base.replace(day=1)
     for months_ahead in range(3):  # the 31st may skip a short month
-        first = _shift(month_start, months=months_ahead)
-        candidate = _safe_date(first.year, first.month, day)
+        first = shift(month_start, months=months_ahead)
+        candidate = safe_date(first.year, first.month, day)
         if candidate and candidate >= base:
             return candidate
     return None
 
 
 def _iso(match: re.Match[str], _base: date | None) -> date | None:
-    return _safe_date(int(match["year"]), int(match["month"]), int(match["day"]))
-
-
-def _monday_of_week(base: date, weeks_ahead: int) -> date:
-    return base - timedelta(days=base.weekday()) + timedelta(weeks=weeks_ahead)
+    return safe_date(int(match["year"]), int(match["month"]), int(match["day"]))
 
 
 def _weekday(match: re.Match[str], base: date | None) -> date | None:
@@ -205,10 +183,10 @@ def _weekday(match: re.Match[str], base: date | None) -> date | None:
     day: weekday = WEEKDAY_OF[WEEKDAYS[match["weekday"].lower()]]
     modifier = (match["modifier"] or "").lower()
     if modifier == "next" or match["next_week"]:
-        return _shift(_monday_of_week(base, 1), weekday=day(+1))
+        return shift(monday_of_week(base, 1), weekday=day(+1))
     if modifier.startswith("this"):
-        return _shift(base, weekday=day(+1))  # today included
-    resolved = _shift(base, days=+1, weekday=day(+1))  # strictly after the meeting
+        return shift(base, weekday=day(+1))  # today included
+    resolved = shift(base, days=+1, weekday=day(+1))  # strictly after the meeting
     return resolved + timedelta(weeks=1) if match["week_after"] else resolved
 
 
@@ -221,8 +199,8 @@ def _week_day(weeks_ahead: int, weekday_index: int) -> Callable[[re.Match[str], 
         if base is None:
             return None
         if weeks_ahead == 0 and base.weekday() > weekday_index:  # said at the weekend: the coming week's
-            return _monday_of_week(base, 1) + timedelta(days=weekday_index)
-        return _monday_of_week(base, weeks_ahead) + timedelta(days=weekday_index)
+            return monday_of_week(base, 1) + timedelta(days=weekday_index)
+        return monday_of_week(base, weeks_ahead) + timedelta(days=weekday_index)
 
     return resolve
 
@@ -233,15 +211,28 @@ def _count(match: re.Match[str], base: date | None) -> date | None:
     raw = " ".join(match["count"].lower().split())
     count = int(raw) if raw.isdigit() else COUNTS[raw]
     unit = match["unit"].lower()
+    if unit == "hour":  # "within 48 hours": the day those hours end on, counted from the meeting's
+        return shift(base, days=-(-count // 24))
+    if unit == "fortnight":
+        return shift(base, days=14 * count)
     if unit == "day":
-        return _shift(base, days=count)
+        return shift(base, days=count)
     if unit == "week":
-        return _shift(base, weeks=count)
-    return _shift(base, months=count)
+        return shift(base, weeks=count)
+    return shift(base, months=count)
+
+
+def _mid_named_month(match: re.Match[str], base: date | None) -> date | None:
+    month = _month_of(match)
+    return on_or_after(base, month, 15) if month is not None and base is not None else None
+
+
+def _month_day(months_ahead: int, day: int) -> Callable[[re.Match[str], date | None], date | None]:
+    return lambda _match, base: shift(base, months=months_ahead, day=day) if base else None
 
 
 def _month_end(months_ahead: int) -> Callable[[re.Match[str], date | None], date | None]:
-    return lambda _match, base: _shift(base, months=months_ahead, day=31) if base else None
+    return lambda _match, base: shift(base, months=months_ahead, day=31) if base else None
 
 
 def _end_of_named_month(match: re.Match[str], base: date | None) -> date | None:
@@ -249,21 +240,17 @@ def _end_of_named_month(match: re.Match[str], base: date | None) -> date | None:
     if month is None or base is None:
         return None
     year = base.year if month >= base.month else base.year + 1
-    return _shift(date(year, month, 1), day=31)
-
-
-def _quarter_end(year: int, quarter: int) -> date:
-    return _shift(date(year, 3 * quarter, 1), day=31)
+    return shift(date(year, month, 1), day=31)
 
 
 def _named_quarter(match: re.Match[str], base: date | None) -> date | None:
     quarter = int(match["quarter"])
     if match["year"]:
-        return _quarter_end(int(match["year"]), quarter)
+        return quarter_end(int(match["year"]), quarter)
     if base is None:
         return None
-    end = _quarter_end(base.year, quarter)
-    return end if end >= base else _quarter_end(base.year + 1, quarter)
+    end = quarter_end(base.year, quarter)
+    return end if end >= base else quarter_end(base.year + 1, quarter)
 
 
 def _relative_quarter(quarters_ahead: int) -> Callable[[re.Match[str], date | None], date | None]:
@@ -271,7 +258,7 @@ def _relative_quarter(quarters_ahead: int) -> Callable[[re.Match[str], date | No
         if base is None:
             return None
         first_month = base.replace(day=1, month=3 * ((base.month - 1) // 3) + 1)
-        return _shift(first_month, months=3 * quarters_ahead + 2, day=31)
+        return shift(first_month, months=3 * quarters_ahead + 2, day=31)
 
     return resolve
 
@@ -318,17 +305,21 @@ PHRASES = (
         weak=True,
     ),
     _phrase(r"\b(?:(?:the\s+)?end\s+of\s+)?next\s+week\b", _week_day(1, 4)),
+    _phrase(r"\b(?:(?:the\s+)?end\s+of\s+)?the\s+week\s+after\s+next\b", _week_day(2, 4)),
+    _phrase(r"\bthis\s+time\s+next\s+week\b", _offset(7)),
     _phrase(r"\bearly\s+next\s+week\b|\bnext\s+week\s+early\b", _week_day(1, 0)),
     _phrase(r"\bmid(?:dle\s+of|-|\s+)next\s+week\b", _week_day(1, 2)),
     _phrase(
         r"\b(?:the\s+)?end\s+of\s+(?:the\s+|this\s+)?(?:working\s+)?week\b|\bthis\s+week\b|\bthe\s+weekend\b", _week_day(0, 4)
     ),
-    _phrase(rf"\b(?:in|within)\s+(?:the\s+next\s+)?{_COUNT}\s+(?P<unit>day|week|month)s?\b", _count),
+    _phrase(rf"\b(?:in|within)\s+(?:the\s+next\s+)?{_COUNT}\s+(?P<unit>hour|day|week|fortnight|month)s?\b", _count),
     _phrase(rf"\b{_COUNT}\s+(?P<unit>day|week|month)s?\s+from\s+(?:now|today)\b", _count),
     _phrase(rf"\bgive\s+(?:me|us|them|him|her)\s+(?:about\s+)?{_COUNT}\s+(?P<unit>day|week|month)s?\b", _count),
     _phrase(r"\b(?:the\s+)?end\s+of\s+(?:the\s+|this\s+)?month\b|\bmonth[-\s]end\b|\bthis\s+month\b", _month_end(0)),
     _phrase(r"\b(?:(?:the\s+)?end\s+of\s+)?next\s+month\b", _month_end(1)),
     _phrase(rf"\b(?:the\s+)?end\s+of\s+{_MONTH}(?!\w)", _end_of_named_month),
+    _phrase(rf"\b(?:the\s+)?mid(?:dle\s+of\s+|-|\s+){_MONTH}(?!\w)", _mid_named_month),
+    _phrase(r"\b(?:the\s+)?mid(?:dle\s+of\s+|-|\s+)next\s+month\b", _month_day(1, 15)),
     # "in Q4", "by end of Q2": a quarter after a preposition; "the Q3 numbers" names a topic, not a deadline.
     _phrase(
         r"\b(?i:in|by|before|until|for|during|within|end\s+of|the\s+end\s+of)\s+Q(?P<quarter>[1-4])\b(?:\s+(?P<year>\d{4}))?",
