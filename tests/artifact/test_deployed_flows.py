@@ -354,6 +354,25 @@ def test_the_page_its_content_and_an_upload(stack: Stack, query: LambdaProcess, 
     assert stored["Body"].read() == b"Maya: uploaded from the page."
 
 
+def test_search_reads_through_a_reader_endpoint(stack: Stack, backfill: dict[str, list[Invocation]]) -> None:
+    """RAG_DATABASE_READER_HOST as the Aurora stage sets it: the writer's IAM URL with the reader's host (here the same
+    server, a primary: lag 0), an IAM token signed for it, and a pool of its own that serves the search."""
+    import psycopg
+
+    host = stack.services.database.params.get("host", "127.0.0.1")
+    with stack.function(
+        "query", environment={"RAG_DATABASE_READER_HOST": host, **ANY_SIMILARITY}, label="query-reader"
+    ) as function:
+        status, body = call(function, "POST", "/v1/search", {"query": "battery", "mode": "keyword", "top_k": 3})
+        assert status == 200 and body["results"], body
+        with psycopg.connect(stack.services.database.server_url, autocommit=True) as admin:
+            readers = admin.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = %s AND application_name = 'meeting-rag-reader'",
+                (stack.services.database.name,),
+            ).fetchone()
+    assert readers is not None and readers[0] == 1  # the warm function's reader connection, kept for the next search
+
+
 def test_ask_with_the_openai_compatible_model(stack: Stack, query: LambdaProcess) -> None:
     from tests.embedding.fake_openai import Assistant
 
