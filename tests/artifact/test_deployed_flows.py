@@ -512,10 +512,13 @@ def test_search_reranked_by_bedrock_and_the_fused_order_when_its_reply_is_broken
     assert all("/us-east-1/bedrock/aws4_request" in r["auth"] for r in requests)
 
 
+VARIANTS = ("-extractive", "-bedrock", "-rerank", "-reader")  # labels of the query function run with other settings
+
+
 def test_every_function_ran_from_its_artifacts_alone(stack: Stack, query: LambdaProcess) -> None:
     assert set(stack.inits) >= {"migrate", "ingest", "backfill-segment", "backfill-embed", "backfill-extract", "query"}
     for label, init in stack.inits.items():
-        function = stack.artifacts.functions[label.removesuffix("-extractive").removesuffix("-bedrock").removesuffix("-rerank")]
+        function = stack.artifacts.functions[next((label.removesuffix(v) for v in VARIANTS if label.endswith(v)), label)]
         assert (init["python"][:2], init["implementation"]) == ([3, 12], "cpython"), label
         assert init["present"] == [], label  # no numpy, torch, moto, pytest, ... on the path
         assert init["handler_file"] == str(function.asset / "handler.py"), label
