@@ -191,9 +191,11 @@ def test_stopping_the_replica_under_parallel_searches_fails_no_search(servers: R
 
     settings = get_settings()
     served: list[int] = []
-    some_done = threading.Event()
+    some_done, stopped = threading.Event(), threading.Event()
 
     def one_search(number: int) -> list[str]:
+        if number >= 20:  # the later third start only once the replica is down: they must not all finish before it
+            assert stopped.wait(60)
         query = SearchQuery("kayak budget", SearchScope(tenant_id="acme"), ("chunk",), "hybrid", 5)
         connections = Connections(settings)  # what one API request holds (rag.api.request_scope)
 
@@ -214,6 +216,7 @@ def test_stopping_the_replica_under_parallel_searches_fails_no_search(servers: R
             futures = [pool.submit(one_search, n) for n in range(60)]
             assert some_done.wait(60)
             servers.stop_replica("immediate")  # as a crash or a failover does: connections cut mid-query
+            stopped.set()
             results = [future.result() for future in futures]  # any failed search raises here
     finally:
         servers.start_replica()
