@@ -29,6 +29,7 @@ from rag.settings_sections import (
     IngestSettings,
     LlmSettings,
     LocalSettings,
+    ReembedSettings,
     SearchSettings,
     WebSettings,
 )
@@ -49,6 +50,7 @@ class Settings(BaseModel):
     web: WebSettings = Field(default_factory=WebSettings)
     aws: AwsSettings = Field(default_factory=AwsSettings)
     local: LocalSettings = Field(default_factory=LocalSettings)
+    reembed: ReembedSettings = Field(default_factory=ReembedSettings)
 
     @model_validator(mode="before")
     @classmethod
