@@ -22,6 +22,19 @@ TITAN_V2_DIMENSIONS = (256, 512, 1024)
 PARALLEL_CALLS = 4
 
 
+def titan_request(text: str, dimension: int) -> dict[str, Any]:
+    """Titan V2's request body: the same in an InvokeModel call and in a batch job's ``modelInput``."""
+    return {"inputText": text, "dimensions": dimension, "normalize": True}
+
+
+def titan_vector(output: dict[str, Any]) -> list[float]:
+    """The vector of Titan V2's response body (InvokeModel) or a batch job's ``modelOutput``."""
+    embedding = output.get("embedding")
+    if not isinstance(embedding, list) or not embedding:
+        raise ValueError(f"a Titan response without an embedding (keys: {sorted(output)})")
+    return [float(x) for x in embedding]
+
+
 class BedrockEmbedder:
     # Titan's tokenizer is not public: cl100k_base approximates it, and the limit keeps a
     # margin below Titan V2's 8,192 tokens (and 50,000 characters).
@@ -54,7 +67,7 @@ class BedrockEmbedder:
     def _embed_one(self, text: str) -> list[float]:
         from botocore.exceptions import BotoCoreError, ClientError
 
-        body = json.dumps({"inputText": text, "dimensions": self.dimension, "normalize": True})
+        body = json.dumps(titan_request(text, self.dimension))
         try:
             response = self._client.invoke_model(
                 modelId=self.model, body=body, contentType="application/json", accept="application/json"
@@ -62,7 +75,7 @@ class BedrockEmbedder:
         except (ClientError, BotoCoreError) as exc:
             refused = isinstance(exc, ClientError) and exc.response.get("Error", {}).get("Code") == "ValidationException"
             raise EmbeddingError(f"Bedrock {self.model} failed after retries: {exc}", transient=not refused) from exc
-        return [float(x) for x in json.loads(response["body"].read())["embedding"]]
+        return titan_vector(json.loads(response["body"].read()))
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         if len(texts) <= 1:
