@@ -6,6 +6,9 @@ output the loop's progress (``iteration``, ``processed``, ``failed``, ``remainin
 by another runner, and the state machine waits, then leaves them to it). A per-document error is recorded and counted, not raised; an error of
 the environment (database, LLM or embedding API) raises ``TransientError``, which the
 state machine retries with backoff.
+
+``reembed_handler`` is the re-embedding machine's one Lambda (the same code asset): each event names an action
+of ``rag.reembed.steps`` (plan, submit, check, import, finish, fail) and gets its JSON result back.
 """
 
 from __future__ import annotations
@@ -83,3 +86,28 @@ def embed_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, in
 @metrics["extract"].log_metrics
 def extract_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, int]:
     return run_batch("extract", event)
+
+
+@logger.inject_lambda_context(clear_state=True)
+@tracer.capture_lambda_handler
+def reembed_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    """One step of a re-embedding run (``{"action": ..., "run_id": ...}``), see ``rag.reembed.steps``."""
+    # Imported here: only the re-embed function runs it, the stage functions sharing this file never do.
+    from rag.reembed.steps import jobs_for, run_step
+
+    logger.append_keys(action=event.get("action"), run_id=event.get("run_id"))
+    settings = get_settings()
+    try:
+        with connection(settings) as conn:
+            result = run_step(conn, settings, *jobs_for(settings), event)
+    except TransientError:
+        logger.exception("step failed for now; the state machine retries it")
+        raise
+    except Exception as exc:
+        if is_transient(exc):  # the database (or S3, Bedrock) is away: worth a retry
+            logger.exception("cannot reach the database or a service")
+            raise TransientError(f"database or service unavailable: {exc}") from exc
+        raise
+    # The plan's manifest list can be long: the log keeps the rest of the result.
+    logger.info("step done", extra={"result": {k: v for k, v in result.items() if k != "manifests"}})
+    return result
