@@ -307,3 +307,15 @@ def test_local_jobs_name_the_malformed_manifest_line_and_write_no_results(tmp_pa
     with pytest.raises(ValueError, match=r"00001\.jsonl line 3 is not a manifest record"):
         LocalBatchJobs(local_embedder, store, Settings()).submit(RUN, 1, "m", local_embedder.dimension)
     assert store.keys(f"reembed/{RUN}/output/") == []
+
+
+def test_the_client_is_bedrocks_control_plane_in_the_bedrock_region_with_standard_retries() -> None:
+    store = S3ManifestStore(BUCKET, boto3.client("s3", region_name="us-east-1"))
+    in_region = BedrockBatchJobs(SETTINGS.with_values(bedrock_region="eu-central-1", aws_region="us-west-2"), store)
+    client = in_region._client
+    assert client.meta.service_model.service_name == "bedrock"
+    assert client.meta.region_name == "eu-central-1"
+    assert client.meta.config.retries["mode"] == "standard"
+    local = BedrockBatchJobs(SETTINGS.with_values(aws_region="us-west-2", aws_endpoint_url="http://127.0.0.1:5000"), store)
+    assert local._client.meta.region_name == "us-west-2"
+    assert local._client.meta.endpoint_url == "http://127.0.0.1:5000"
