@@ -322,6 +322,16 @@ class ReembedSettings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="RAG_REEMBED_", extra="ignore", populate_by_name=True)
 
+    provider: EmbeddingProvider | None = Field(
+        default=None,
+        description="the model to move the corpus to (with model and dimension, as RAG_EMBEDDING_* name one); unset: no"
+        " move. Searches, ingest and the backfill use it from the moment a run switched the database to it",
+    )
+    model: str | None = Field(default=None, description="the target provider's model; unset: its default")
+    dimension: int | None = Field(default=None, description="the target model's vector size; unset: its own")
+    runtime: EmbeddingRuntime | None = Field(
+        default=None, description="a local target's runtime (onnx-int8 is a model of its own); unset: RAG_EMBEDDING_RUNTIME"
+    )
     bucket: str | None = Field(
         default=None, description="where the manifests (JSONL) and Bedrock's results go; unset: a local directory"
     )

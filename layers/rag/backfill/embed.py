@@ -37,9 +37,7 @@ class EmbedStage:
         self.model_id = embedder.model_id
 
     def segment_pieces(self, document: ClaimedDocument, start: int, end: int) -> list[tuple[str, int]]:
-        """The segment's text in pieces the model reads whole, with their token counts (the mean's weights)."""
-        spans = pack_lines(document.body, start, end, self.embedder.count_tokens, self.embedder.max_input_tokens)
-        return [(document.body[s.start : s.end], max(1, s.tokens)) for s in spans]
+        return segment_pieces(document.body, start, end, self.embedder)
 
     def process(self, conn: psycopg.Connection, document: ClaimedDocument) -> None:
         model = self.model_id
@@ -62,13 +60,24 @@ class EmbedStage:
         set_vectors(conn, "chunks", document, [id_ for id_, _ in chunks], vectors[: len(chunks)], model)
         segment_vectors, position = [], len(chunks)
         for piece in pieces:
-            segment_vectors.append(unit(weighted_mean(vectors[position : position + len(piece)], [w for _, w in piece])))
+            segment_vectors.append(segment_vector(vectors[position : position + len(piece)], [w for _, w in piece]))
             position += len(piece)
         set_vectors(conn, "segments", document, [row[0] for row in segments], segment_vectors, model)
         conn.execute(
             "UPDATE documents SET embedding_model = %s WHERE id = %s AND tenant_id = %s",
             (model, document.id, document.tenant_id),
         )
+
+
+def segment_pieces(body: str, start: int, end: int, embedder: Embedder) -> list[tuple[str, int]]:
+    """The segment's text in pieces the model reads whole, with their token counts (the mean's weights)."""
+    spans = pack_lines(body, start, end, embedder.count_tokens, embedder.max_input_tokens)
+    return [(body[s.start : s.end], max(1, s.tokens)) for s in spans]
+
+
+def segment_vector(vectors: Sequence[Sequence[float]], weights: Sequence[int]) -> list[float]:
+    """A segment's vector from its pieces' vectors: their token-weighted mean, of unit length."""
+    return unit(weighted_mean(vectors, list(weights)))
 
 
 def unit(vector: list[float]) -> list[float]:

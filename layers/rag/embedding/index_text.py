@@ -25,5 +25,9 @@ class IndexTextEmbedder:
         return self.inner.count_tokens(index_text(text))
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        # A text that is nothing but markers keeps them: providers reject empty input.
-        return self.inner.embed([index_text(text).strip() or text for text in texts])
+        return self.inner.embed([embedding_input(text) for text in texts])
+
+
+def embedding_input(text: str) -> str:
+    """What the model reads of ``text``; a text that is nothing but markers keeps them: providers reject empty input."""
+    return index_text(text).strip() or text

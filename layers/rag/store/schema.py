@@ -29,13 +29,19 @@ HNSW_M = 16
 HNSW_EF_CONSTRUCTION = 128
 
 
-def embedding_index_sql(table: str, model_id: str, dimension: int, *, concurrently: bool) -> sql.Composed:
+def embedding_index_sql(
+    table: str, model_id: str, dimension: int, *, concurrently: bool, alternate: bool = False
+) -> sql.Composed:
+    """The model's partial HNSW index; ``alternate``: over ``embedding_alt`` (a re-embedding run's new vectors), under the
+    name it keeps once the run swaps the columns (``rag.reembed``)."""
     from psycopg import sql
+
+    vector, model = ("embedding_alt", "embedding_alt_model") if alternate else ("embedding", "embedding_model")
 
     return sql.SQL(
         "CREATE INDEX {concurrently} IF NOT EXISTS {name} ON {table}"
-        " USING hnsw ((embedding::vector({dim})) vector_cosine_ops) WITH (m = {m}, ef_construction = {ef_construction})"
-        " WHERE embedding_model = {model}"
+        " USING hnsw (({vector}::vector({dim})) vector_cosine_ops) WITH (m = {m}, ef_construction = {ef_construction})"
+        " WHERE {model_column} = {model}"
     ).format(
         m=sql.Literal(HNSW_M),
         ef_construction=sql.Literal(HNSW_EF_CONSTRUCTION),
@@ -44,4 +50,6 @@ def embedding_index_sql(table: str, model_id: str, dimension: int, *, concurrent
         table=sql.Identifier(table),
         dim=sql.Literal(int(dimension)),
         model=sql.Literal(model_id),
+        vector=sql.Identifier(vector),
+        model_column=sql.Identifier(model),
     )

@@ -1,0 +1,442 @@
+"""The steps of a re-embedding run, as the state machine (infra/constructs/reembed.py) and ``rag reembed`` call them.
+
+plan -> for each manifest: submit, check until done, import -> finish (again while it catches up) -> switched.
+
+- plan: a run when a target model is configured and the database is not in it yet (one run at a time); its
+  manifests are id ranges of the embedded tables, each at most ``manifest_records`` rows, and the target's partial
+  HNSW index is created empty over ``embedding_alt``, so every import maintains it and no step builds it whole.
+- submit: the range's texts to a JSONL manifest (and which row each record is of), then a batch job.
+- import: the job's vectors into ``embedding_alt``; a record Bedrock failed leaves its row to finish. Idempotent.
+- finish: rows still without a target vector (failed records, small tables, rows written since the plan) are
+  embedded online, then one transaction swaps the columns and records the target as the database's model; the
+  rows whose first vector came in between are embedded in it after, and the old model's index is dropped.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from rag.reembed import rows
+from rag.reembed.errors import ReembedError
+from rag.reembed.manifest import input_key, record_id
+from rag.reembed.space import active_model, record_model, target_settings
+from rag.store.schema import EMBEDDED_TABLES, embedding_index_name, embedding_index_sql
+
+if TYPE_CHECKING:
+    import psycopg
+
+    from rag.config import Settings
+    from rag.embedding.base import Embedder
+    from rag.reembed.batch_jobs import BatchJobs
+    from rag.reembed.storage import ManifestStore
+
+logger = logging.getLogger(__name__)
+
+# Bedrock refuses a batch job of fewer records: a smaller range is embedded online by finish.
+MIN_JOB_RECORDS = 100
+# Rows finish embeds online in one call; more are left to the next call.
+CATCH_UP_ROWS = 2_000
+# The swap waits at most this long for the tables' locks (running searches and writes), then tries again later.
+SWAP_LOCK_TIMEOUT = "5s"
+
+
+@dataclass(frozen=True)
+class Target:
+    settings: Settings
+    model_id: str
+    dimension: int
+
+
+def target_of(settings: Settings) -> Target | None:
+    target = target_settings(settings)
+    if target is None:
+        return None
+    return Target(target, target.embedding.model_id, target.embedding.resolved_dimension)
+
+
+def target_embedder(target: Target) -> Embedder:
+    from rag.embedding import get_embedder
+
+    return get_embedder(target.settings)
+
+
+def run_step(
+    conn: psycopg.Connection, settings: Settings, jobs: BatchJobs, store: ManifestStore, event: dict[str, Any]
+) -> dict[str, Any]:
+    """One step of a run, named by ``event["action"]`` (the contract of the state machine's tasks)."""
+    action = event.get("action")
+    if action == "plan":
+        return plan(conn, settings)
+    run_id = _text(event, "run_id")
+    if action == "fail":
+        return fail(conn, run_id, str(event.get("error") or "the run failed"))
+    if action == "finish":
+        return finish(conn, settings, run_id)
+    manifest = _number(event, "manifest")
+    if action == "submit":
+        return submit(conn, settings, jobs, store, run_id, manifest)
+    job_arn = _text(event, "job_arn")
+    if action == "check":
+        state = jobs.state(job_arn)
+        if state.status == "failed":
+            _set_manifest(conn, run_id, manifest, state="failed", error=state.message)
+        return {"run_id": run_id, "manifest": manifest, "job_arn": job_arn, "status": state.status, "message": state.message}
+    if action == "import":
+        return import_results(conn, settings, jobs, store, run_id, manifest, job_arn)
+    raise ReembedError(f"unknown action {action!r}: expected plan, submit, check, import, finish or fail")
+
+
+def _text(event: dict[str, Any], key: str) -> str:
+    value = event.get(key)
+    if not isinstance(value, str) or not value:
+        raise ReembedError(f"the step needs {key!r} (a non-empty string), got {value!r}")
+    return value
+
+
+def _number(event: dict[str, Any], key: str) -> int:
+    value = event.get(key)
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise ReembedError(f"the step needs {key!r} (a number >= 0), got {value!r}")
+    return value
+
+
+def plan(conn: psycopg.Connection, settings: Settings) -> dict[str, Any]:
+    """A new run and its manifests, or ``run_id`` None: no target, already in it, or a run under way."""
+    nothing: dict[str, Any] = {"run_id": None, "manifests": [], "records": 0}
+    target = target_of(settings)
+    if target is None:
+        return nothing
+    source = record_model(conn, settings.embedding.model_id, settings.embedding.resolved_dimension)
+    if source[0] == target.model_id:
+        return nothing
+    run_id = "r" + datetime.now(UTC).strftime("%Y%m%dt%H%M%S%f")
+    with conn.transaction():
+        if conn.execute("SELECT 1 FROM reembed_runs WHERE state = 'running'").fetchone():
+            logger.info("a re-embedding run is under way: nothing planned")
+            return nothing
+        conn.execute(
+            "INSERT INTO reembed_runs (id, source_model_id, target_model_id, target_dimension, state)"
+            " VALUES (%s, %s, %s, %s, 'running')",
+            (run_id, source[0], target.model_id, target.dimension),
+        )
+    _create_target_indexes(conn, target)
+    manifests: list[dict[str, Any]] = []
+    records = 0
+    limit = settings.reembed.manifest_records
+    for table in EMBEDDED_TABLES:
+        # Segments have a record per piece (a few each): fewer rows a manifest keep it under Bedrock's per-file cap.
+        rows_each = max(MIN_JOB_RECORDS, limit // 4) if table == "segments" else limit
+        for first, last, count in _ranges(conn, table, rows_each):
+            if count < MIN_JOB_RECORDS:
+                continue  # too few for a batch job: finish embeds them online
+            number = len(manifests)
+            conn.execute(
+                "INSERT INTO reembed_manifests (run_id, manifest, table_name, first_id, last_id, records)"
+                " VALUES (%s, %s, %s, %s, %s, %s)",
+                (run_id, number, table, first, last, count),
+            )
+            manifests.append({"run_id": run_id, "manifest": number})
+            records += count
+    conn.execute("UPDATE reembed_runs SET manifests = %s, updated_at = now() WHERE id = %s", (len(manifests), run_id))
+    logger.info("re-embedding planned", extra={"run_id": run_id, "manifests": len(manifests), "rows": records})
+    return {"run_id": run_id, "manifests": manifests, "records": records}
+
+
+def _ranges(conn: psycopg.Connection, table: str, rows_each: int) -> list[tuple[int, int, int]]:
+    """(first id, last id, rows) of consecutive ranges of ``table``'s embedded rows, ``rows_each`` rows a range."""
+    found = conn.execute(
+        f"""SELECT min(id), max(id), count(*) FROM (
+                SELECT id, (row_number() OVER (ORDER BY id) - 1) / %s AS part FROM {rows.check_table(table)}
+                WHERE embedding IS NOT NULL) AS numbered
+            GROUP BY part ORDER BY part""",  # noqa: S608 - checked table
+        (rows_each,),
+    ).fetchall()
+    return [(int(first), int(last), int(count)) for first, last, count in found]
+
+
+def _create_target_indexes(conn: psycopg.Connection, target: Target) -> None:
+    """The target's index over ``embedding_alt`` of every table, empty now: each import adds its rows to it."""
+    conn.execute("SET statement_timeout = 0")  # CONCURRENTLY waits for running transactions; nothing to build yet
+    try:
+        for table in EMBEDDED_TABLES:
+            conn.execute(embedding_index_sql(table, target.model_id, target.dimension, concurrently=True, alternate=True))
+    finally:
+        conn.execute("RESET statement_timeout")
+
+
+def _run(conn: psycopg.Connection, run_id: str) -> tuple[str, str, str, int]:
+    row = conn.execute(
+        "SELECT state, source_model_id, target_model_id, target_dimension FROM reembed_runs WHERE id = %s", (run_id,)
+    ).fetchone()
+    if row is None:
+        raise ReembedError(f"no re-embedding run {run_id!r}")
+    return str(row[0]), str(row[1]), str(row[2]), int(row[3])
+
+
+def _running_target(conn: psycopg.Connection, settings: Settings, run_id: str) -> Target:
+    state, _, target_model, _ = _run(conn, run_id)
+    if state != "running":
+        raise ReembedError(f"run {run_id} is {state}, not running")
+    target = target_of(settings)
+    if target is None or target.model_id != target_model:
+        raise ReembedError(f"run {run_id} moves to {target_model}, but the configured target is {target and target.model_id}")
+    return target
+
+
+def _manifest(conn: psycopg.Connection, run_id: str, manifest: int) -> tuple[str, int, int]:
+    row = conn.execute(
+        "SELECT table_name, first_id, last_id FROM reembed_manifests WHERE run_id = %s AND manifest = %s", (run_id, manifest)
+    ).fetchone()
+    if row is None:
+        raise ReembedError(f"run {run_id} has no manifest {manifest}")
+    return str(row[0]), int(row[1]), int(row[2])
+
+
+def _set_manifest(conn: psycopg.Connection, run_id: str, manifest: int, **values: Any) -> None:
+    columns = ", ".join(f"{name} = %({name})s" for name in values)
+    conn.execute(
+        f"UPDATE reembed_manifests SET {columns}, updated_at = now() WHERE run_id = %(run)s AND manifest = %(manifest)s",  # noqa: S608 - names are ours
+        {**values, "run": run_id, "manifest": manifest},
+    )
+
+
+def rows_key(prefix: str, run_id: str, manifest: int) -> str:
+    """The manifest's record -> row map, beside it (Bedrock reads only the .jsonl it is given)."""
+    return f"{prefix}{run_id}/rows/{manifest:05d}.json"
+
+
+def submit(
+    conn: psycopg.Connection, settings: Settings, jobs: BatchJobs, store: ManifestStore, run_id: str, manifest: int
+) -> dict[str, Any]:
+    """Write the manifest of the range and start its batch job (a retried submit starts no second job)."""
+    target = _running_target(conn, settings, run_id)
+    table, first, last = _manifest(conn, run_id, manifest)
+    found = rows.pieces(conn, table, first, last, target_embedder(target))
+    model_input: dict[str, Any] = {}
+    if target.settings.embedding.provider == "bedrock":
+        model_input = {"dimensions": target.dimension, "normalize": True}
+    lines = (
+        json.dumps({"recordId": record_id(n), "modelInput": {"inputText": piece.text, **model_input}})
+        for n, piece in enumerate(found)
+    )
+    prefix = settings.reembed.prefix
+    store.put_lines(input_key(prefix, run_id, manifest), lines)
+    store.put_text(
+        rows_key(prefix, run_id, manifest),
+        json.dumps({"table": table, "rows": [[piece.row_id, piece.weight] for piece in found]}),
+    )
+    job_arn = jobs.submit(run_id, manifest, target.settings.embedding.resolved_model, target.dimension)
+    _set_manifest(conn, run_id, manifest, state="submitted", job_arn=job_arn, records=len(found))
+    logger.info("batch job submitted", extra={"run_id": run_id, "manifest": manifest, "job": job_arn, "records": len(found)})
+    return {"run_id": run_id, "manifest": manifest, "job_arn": job_arn}
+
+
+def import_results(
+    conn: psycopg.Connection, settings: Settings, jobs: BatchJobs, store: ManifestStore, run_id: str, manifest: int,
+    job_arn: str,
+) -> dict[str, Any]:  # fmt: skip
+    """The job's vectors into ``embedding_alt``; a row with a failed record is left to finish."""
+    from rag.reembed.batch_jobs import parse_output_line
+
+    target = _running_target(conn, settings, run_id)
+    mapping = json.loads(store.get_text(rows_key(settings.reembed.prefix, run_id, manifest)))
+    table = rows.check_table(mapping["table"])
+    records = [rows.Piece(int(row_id), "", int(weight)) for row_id, weight in mapping["rows"]]
+    vectors: dict[int, list[float]] = {}
+    failed: set[int] = set()
+    errors: list[str] = []
+    for line in jobs.output_lines(run_id, manifest, job_arn):
+        if not line.strip():
+            continue
+        number, vector, error = parse_output_line(line)
+        if not 0 <= number < len(records):
+            raise ReembedError(f"manifest {manifest} of run {run_id} has no record {number}")
+        if vector is None or len(vector) != target.dimension:
+            failed.add(records[number].row_id)
+            errors.append(error or f"record {number}: {len(vector or [])} dimensions, expected {target.dimension}")
+            continue
+        vectors[number] = vector
+    pieces_per_row: dict[int, int] = {}
+    for piece in records:
+        pieces_per_row[piece.row_id] = pieces_per_row.get(piece.row_id, 0) + 1
+    received: dict[int, int] = {}
+    for number in vectors:
+        received[records[number].row_id] = received.get(records[number].row_id, 0) + 1
+    complete = {row for row, count in pieces_per_row.items() if received.get(row) == count and row not in failed}
+    by_row = rows.row_vectors(table, [(records[n], v) for n, v in vectors.items() if records[n].row_id in complete])
+    written = 0
+    with conn.transaction():
+        for batch in _batches(list(by_row.items()), 1_000):
+            written += rows.write_alternate(conn, table, dict(batch), target.model_id)
+        _set_manifest(
+            conn, run_id, manifest, state="imported", imported=written, failed_records=len(pieces_per_row) - len(complete),
+            error="; ".join(errors[:3]) or None,
+        )  # fmt: skip
+    left = len(pieces_per_row) - len(complete)
+    logger.info("batch job imported", extra={"run_id": run_id, "manifest": manifest, "rows": written, "left": left})
+    return {"run_id": run_id, "manifest": manifest, "imported": written, "failed_records": left}
+
+
+def _batches(items: list[Any], size: int) -> list[list[Any]]:
+    return [items[i : i + size] for i in range(0, len(items), size)]
+
+
+def _missing(conn: psycopg.Connection, table: str, model_id: str, limit: int) -> list[int]:
+    """Ids of ``table``'s embedded rows without a vector of ``model_id`` beside it."""
+    found = conn.execute(
+        f"""SELECT id FROM {rows.check_table(table)}
+            WHERE embedding IS NOT NULL AND embedding_alt_model IS DISTINCT FROM %s ORDER BY id LIMIT %s""",  # noqa: S608
+        (model_id, limit),
+    ).fetchall()
+    return [int(row[0]) for row in found]
+
+
+def catch_up(conn: psycopg.Connection, target: Target, budget: int = CATCH_UP_ROWS) -> tuple[int, int]:
+    """Embed online up to ``budget`` rows that have no target vector yet: (rows embedded, rows still missing)."""
+    embedder = target_embedder(target)
+    done = 0
+    for table in EMBEDDED_TABLES:
+        while done < budget:
+            ids = _missing(conn, table, target.model_id, min(500, budget - done))
+            if not ids:
+                break
+            done += embed_rows(conn, table, ids, embedder, target.model_id, alternate=True)
+    left = sum(len(_missing(conn, table, target.model_id, 1)) for table in EMBEDDED_TABLES)
+    return done, left
+
+
+def embed_rows(
+    conn: psycopg.Connection, table: str, ids: list[int], embedder: Embedder, model_id: str, *, alternate: bool
+) -> int:
+    """Embed the rows ``ids`` of ``table`` now, into ``embedding_alt`` or ``embedding``."""
+    found = rows.pieces_of(conn, table, ids, embedder)
+    vectors = embedder.embed([p.text for p in found]) if found else []
+    by_row = rows.row_vectors(table, list(zip(found, vectors)))
+    if alternate:
+        return rows.write_alternate(conn, table, by_row, model_id)
+    return rows.write_active(conn, table, by_row, model_id)
+
+
+def finish(conn: psycopg.Connection, settings: Settings, run_id: str) -> dict[str, Any]:
+    """Catch up, then swap in one transaction; ``catching_up`` while rows are left (the machine calls again)."""
+    state, source_model, target_model, dimension = _run(conn, run_id)
+    if state == "switched":
+        return {"run_id": run_id, "status": "switched", "caught_up": 0, "remaining": 0}
+    target = _running_target(conn, settings, run_id)
+    started = time.monotonic()
+    caught_up, remaining = catch_up(conn, target)
+    conn.execute("UPDATE reembed_runs SET caught_up = caught_up + %s, updated_at = now() WHERE id = %s", (caught_up, run_id))
+    if remaining or not _swap(conn, run_id, source_model, target):
+        return {"run_id": run_id, "status": "catching_up", "caught_up": caught_up, "remaining": remaining}
+    healed = _embed_rows_left_behind(conn, target)
+    _drop_source_indexes(conn, source_model)
+    logger.info(
+        "switched to the target model",
+        extra={"run_id": run_id, "model": target_model, "caught_up": caught_up, "healed": healed,
+               "seconds": round(time.monotonic() - started, 1)},
+    )  # fmt: skip
+    return {"run_id": run_id, "status": "switched", "caught_up": caught_up, "remaining": 0}
+
+
+def _swap(conn: psycopg.Connection, run_id: str, source_model: str, target: Target) -> bool:
+    """Swap the columns of every embedded table and record the target, in one transaction; False if locks timed out."""
+    import psycopg
+
+    tables = ", ".join(EMBEDDED_TABLES)
+    try:
+        with conn.transaction():
+            conn.execute(f"SET LOCAL lock_timeout = '{SWAP_LOCK_TIMEOUT}'")
+            conn.execute(f"LOCK TABLE {tables} IN ACCESS EXCLUSIVE MODE")
+            for table in EMBEDDED_TABLES:
+                for column in ("embedding", "embedding_model"):
+                    alternate = column.replace("embedding", "embedding_alt", 1)
+                    conn.execute(f"ALTER TABLE {table} RENAME COLUMN {column} TO swap_{column}")
+                    conn.execute(f"ALTER TABLE {table} RENAME COLUMN {alternate} TO {column}")
+                    conn.execute(f"ALTER TABLE {table} RENAME COLUMN swap_{column} TO {alternate}")
+            conn.execute(
+                "UPDATE embedding_space SET model_id = %s, dimension = %s, switched_at = now()",
+                (target.model_id, target.dimension),
+            )
+            conn.execute("UPDATE reembed_runs SET state = 'switched', updated_at = now() WHERE id = %s", (run_id,))
+    except psycopg.errors.LockNotAvailable:
+        logger.info("tables busy: the swap waits for the next call", extra={"run_id": run_id})
+        return False
+    # Outside the swap's locks: the documents' record of their model (the backfill's queue reads it).
+    conn.execute("UPDATE documents SET embedding_model = %s WHERE embedding_model = %s", (target.model_id, source_model))
+    return True
+
+
+def _embed_rows_left_behind(conn: psycopg.Connection, target: Target) -> int:
+    """Rows that got their first vector between the last catch-up and the swap have none in the target: embed them."""
+    embedder = target_embedder(target)
+    done = 0
+    for table in EMBEDDED_TABLES:
+        while True:
+            found = conn.execute(
+                f"SELECT id FROM {table} WHERE embedding IS NULL AND embedding_alt IS NOT NULL ORDER BY id LIMIT 500"  # noqa: S608
+            ).fetchall()
+            if not found:
+                break
+            done += embed_rows(conn, table, [int(r[0]) for r in found], embedder, target.model_id, alternate=False)
+    return done
+
+
+def _drop_source_indexes(conn: psycopg.Connection, source_model: str) -> None:
+    """The old model's indexes (now over ``embedding_alt``): nothing searches them, and they hold memory."""
+    from psycopg import sql
+
+    dimension = conn.execute("SELECT vector_dims(embedding_alt) FROM chunks WHERE embedding_alt_model = %s LIMIT 1",
+                             (source_model,)).fetchone()  # fmt: skip
+    if dimension is None:
+        return
+    for table in EMBEDDED_TABLES:
+        name = embedding_index_name(table, source_model, int(dimension[0]))
+        conn.execute(sql.SQL("DROP INDEX CONCURRENTLY IF EXISTS {}").format(sql.Identifier(name)))
+
+
+def fail(conn: psycopg.Connection, run_id: str, error: str) -> dict[str, Any]:
+    """Record the run as failed (the database stays in its model; a later plan starts over)."""
+    conn.execute(
+        "UPDATE reembed_runs SET state = 'failed', error = %s, updated_at = now() WHERE id = %s AND state = 'running'",
+        (error[:2000], run_id),
+    )
+    return {"run_id": run_id, "status": "failed"}
+
+
+def status(conn: psycopg.Connection) -> dict[str, Any]:
+    """The database's model and the latest run, for ``rag reembed --status``."""
+    active = active_model(conn)
+    row = conn.execute(
+        """SELECT id, state, source_model_id, target_model_id, manifests, caught_up, error,
+                  (SELECT count(*) FROM reembed_manifests m WHERE m.run_id = r.id AND m.state = 'imported')
+           FROM reembed_runs r ORDER BY created_at DESC LIMIT 1"""
+    ).fetchone()
+    run = None
+    if row is not None:
+        keys = ("id", "state", "source", "target", "manifests", "caught_up", "error", "imported")
+        run = dict(zip(keys, row))
+    return {"model": active and active[0], "dimension": active and active[1], "run": run}
+
+
+def jobs_for(settings: Settings) -> tuple[BatchJobs, ManifestStore]:
+    """Bedrock's batch inference over the run bucket for a Bedrock target with a bucket; else the local model on disk."""
+    from rag.reembed.batch_jobs import BedrockBatchJobs, LocalBatchJobs
+    from rag.reembed.storage import LocalManifestStore, S3ManifestStore
+
+    target = target_of(settings)
+    if target is not None and settings.reembed.bucket and target.settings.embedding.provider == "bedrock":
+        from rag.aws import s3_client
+
+        s3 = S3ManifestStore(settings.reembed.bucket, s3_client(settings))
+        return BedrockBatchJobs(target.settings, s3), s3
+    local = LocalManifestStore(settings.reembed.local_dir or settings.local.dir / "reembed")
+    if target is None:
+        from rag.embedding import get_embedder
+
+        return LocalBatchJobs(get_embedder(settings), local, settings), local
+    return LocalBatchJobs(target_embedder(target), local, settings), local
