@@ -6,7 +6,7 @@ edge; the answering layer (rag.ask) has types of its own and never imports the A
 A module may import modules of its own layer and of the layers below, never above (checked
 on the source, TYPE_CHECKING and function-level imports included: a lazy import is still a
 dependency; so are `from rag import api`, which imports the module rag.api, and
-importlib.import_module("rag.api")). The three services (search, ingest, backfill) do not import each other, and the
+importlib.import_module("rag.api")). The services (search, ingest, backfill, reembed) do not import each other, and the
 library never imports the local tools (rag_local) or the handlers.
 """
 
@@ -23,11 +23,11 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
               "rag.embedding", "rag.events", "rag.queue_retry", "rag.llm", "rag.knowledge", "rag.timeline",
               "rag.validation")),
     ("store", ("rag.store",)),
-    ("services", ("rag.search", "rag.ingest", "rag.meeting_fields", "rag.backfill")),
+    ("services", ("rag.search", "rag.ingest", "rag.meeting_fields", "rag.backfill", "rag.reembed")),
     ("answers", ("rag.ask",)),
     ("interface", ("rag.api", "rag.api.routes")),
 )  # fmt: skip
-SERVICES = ("rag.search", "rag.ingest", "rag.backfill")
+SERVICES = ("rag.search", "rag.ingest", "rag.backfill", "rag.reembed")
 
 
 def layer_of(module: str) -> int:

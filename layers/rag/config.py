@@ -17,6 +17,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic_settings import BaseSettings
 
+from rag.settings_reembed import ReembedSettings
 from rag.settings_sections import (
     DEFAULT_MODELS,
     LOCAL_MODEL_DIMENSIONS,
@@ -29,7 +30,6 @@ from rag.settings_sections import (
     IngestSettings,
     LlmSettings,
     LocalSettings,
-    ReembedSettings,
     SearchSettings,
     WebSettings,
 )

@@ -14,13 +14,11 @@ a document answers the new model's searches once this stage has moved it.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from rag.backfill.documents import ClaimedDocument
-from rag.backfill.texttiling import weighted_mean
-from rag.chunking import pack_lines
+from rag.embedding.pieces import segment_pieces, segment_vector
 
 if TYPE_CHECKING:
     import psycopg
@@ -67,22 +65,6 @@ class EmbedStage:
             "UPDATE documents SET embedding_model = %s WHERE id = %s AND tenant_id = %s",
             (model, document.id, document.tenant_id),
         )
-
-
-def segment_pieces(body: str, start: int, end: int, embedder: Embedder) -> list[tuple[str, int]]:
-    """The segment's text in pieces the model reads whole, with their token counts (the mean's weights)."""
-    spans = pack_lines(body, start, end, embedder.count_tokens, embedder.max_input_tokens)
-    return [(body[s.start : s.end], max(1, s.tokens)) for s in spans]
-
-
-def segment_vector(vectors: Sequence[Sequence[float]], weights: Sequence[int]) -> list[float]:
-    """A segment's vector from its pieces' vectors: their token-weighted mean, of unit length."""
-    return unit(weighted_mean(vectors, list(weights)))
-
-
-def unit(vector: list[float]) -> list[float]:
-    norm = math.sqrt(sum(x * x for x in vector)) or 1.0
-    return [x / norm for x in vector]
 
 
 def set_vectors(

@@ -15,15 +15,9 @@ import math
 import statistics
 from collections.abc import Sequence
 
+from rag.embedding.pieces import weighted_mean
+
 Vector = Sequence[float]
-
-
-def weighted_mean(vectors: Sequence[Vector], weights: Sequence[float]) -> list[float]:
-    total = [0.0] * len(vectors[0])
-    for vector, weight in zip(vectors, weights):
-        for i, value in enumerate(vector):
-            total[i] += weight * value
-    return total
 
 
 def cosine(a: Vector, b: Vector) -> float:

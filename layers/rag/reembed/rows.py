@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from rag.backfill.embed import segment_pieces, segment_vector
 from rag.embedding.index_text import embedding_input
+from rag.embedding.pieces import segment_pieces, segment_vector
 from rag.store.schema import EMBEDDED_TABLES
 
 if TYPE_CHECKING:

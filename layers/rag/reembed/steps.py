@@ -16,22 +16,21 @@ from __future__ import annotations
 
 import json
 import logging
-import time
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from rag.reembed import rows
 from rag.reembed.errors import ReembedError
 from rag.reembed.manifest import input_key, record_id
-from rag.reembed.space import active_model, record_model, target_settings
-from rag.store.schema import EMBEDDED_TABLES, embedding_index_name, embedding_index_sql
+from rag.reembed.runs import Target, running_target, target_embedder, target_of
+from rag.reembed.space import active_model, record_model
+from rag.reembed.switch import finish
+from rag.store.schema import EMBEDDED_TABLES, embedding_index_sql
 
 if TYPE_CHECKING:
     import psycopg
 
     from rag.config import Settings
-    from rag.embedding.base import Embedder
     from rag.reembed.batch_jobs import BatchJobs
     from rag.reembed.storage import ManifestStore
 
@@ -39,30 +38,6 @@ logger = logging.getLogger(__name__)
 
 # Bedrock refuses a batch job of fewer records: a smaller range is embedded online by finish.
 MIN_JOB_RECORDS = 100
-# Rows finish embeds online in one call; more are left to the next call.
-CATCH_UP_ROWS = 2_000
-# The swap waits at most this long for the tables' locks (running searches and writes), then tries again later.
-SWAP_LOCK_TIMEOUT = "5s"
-
-
-@dataclass(frozen=True)
-class Target:
-    settings: Settings
-    model_id: str
-    dimension: int
-
-
-def target_of(settings: Settings) -> Target | None:
-    target = target_settings(settings)
-    if target is None:
-        return None
-    return Target(target, target.embedding.model_id, target.embedding.resolved_dimension)
-
-
-def target_embedder(target: Target) -> Embedder:
-    from rag.embedding import get_embedder
-
-    return get_embedder(target.settings)
 
 
 def run_step(
@@ -169,25 +144,6 @@ def _create_target_indexes(conn: psycopg.Connection, target: Target) -> None:
         conn.execute("RESET statement_timeout")
 
 
-def _run(conn: psycopg.Connection, run_id: str) -> tuple[str, str, str, int]:
-    row = conn.execute(
-        "SELECT state, source_model_id, target_model_id, target_dimension FROM reembed_runs WHERE id = %s", (run_id,)
-    ).fetchone()
-    if row is None:
-        raise ReembedError(f"no re-embedding run {run_id!r}")
-    return str(row[0]), str(row[1]), str(row[2]), int(row[3])
-
-
-def _running_target(conn: psycopg.Connection, settings: Settings, run_id: str) -> Target:
-    state, _, target_model, _ = _run(conn, run_id)
-    if state != "running":
-        raise ReembedError(f"run {run_id} is {state}, not running")
-    target = target_of(settings)
-    if target is None or target.model_id != target_model:
-        raise ReembedError(f"run {run_id} moves to {target_model}, but the configured target is {target and target.model_id}")
-    return target
-
-
 def _manifest(conn: psycopg.Connection, run_id: str, manifest: int) -> tuple[str, int, int]:
     row = conn.execute(
         "SELECT table_name, first_id, last_id FROM reembed_manifests WHERE run_id = %s AND manifest = %s", (run_id, manifest)
@@ -214,7 +170,7 @@ def submit(
     conn: psycopg.Connection, settings: Settings, jobs: BatchJobs, store: ManifestStore, run_id: str, manifest: int
 ) -> dict[str, Any]:
     """Write the manifest of the range and start its batch job (a retried submit starts no second job)."""
-    target = _running_target(conn, settings, run_id)
+    target = running_target(conn, settings, run_id)
     table, first, last = _manifest(conn, run_id, manifest)
     found = rows.pieces(conn, table, first, last, target_embedder(target))
     model_input: dict[str, Any] = {}
@@ -243,7 +199,7 @@ def import_results(
     """The job's vectors into ``embedding_alt``; a row with a failed record is left to finish."""
     from rag.reembed.batch_jobs import parse_output_line
 
-    target = _running_target(conn, settings, run_id)
+    target = running_target(conn, settings, run_id)
     mapping = json.loads(store.get_text(rows_key(settings.reembed.prefix, run_id, manifest)))
     table = rows.check_table(mapping["table"])
     records = [rows.Piece(int(row_id), "", int(weight)) for row_id, weight in mapping["rows"]]
@@ -284,119 +240,6 @@ def import_results(
 
 def _batches(items: list[Any], size: int) -> list[list[Any]]:
     return [items[i : i + size] for i in range(0, len(items), size)]
-
-
-def _missing(conn: psycopg.Connection, table: str, model_id: str, limit: int) -> list[int]:
-    """Ids of ``table``'s embedded rows without a vector of ``model_id`` beside it."""
-    found = conn.execute(
-        f"""SELECT id FROM {rows.check_table(table)}
-            WHERE embedding IS NOT NULL AND embedding_alt_model IS DISTINCT FROM %s ORDER BY id LIMIT %s""",  # noqa: S608
-        (model_id, limit),
-    ).fetchall()
-    return [int(row[0]) for row in found]
-
-
-def catch_up(conn: psycopg.Connection, target: Target, budget: int = CATCH_UP_ROWS) -> tuple[int, int]:
-    """Embed online up to ``budget`` rows that have no target vector yet: (rows embedded, rows still missing)."""
-    embedder = target_embedder(target)
-    done = 0
-    for table in EMBEDDED_TABLES:
-        while done < budget:
-            ids = _missing(conn, table, target.model_id, min(500, budget - done))
-            if not ids:
-                break
-            done += embed_rows(conn, table, ids, embedder, target.model_id, alternate=True)
-    left = sum(len(_missing(conn, table, target.model_id, 1)) for table in EMBEDDED_TABLES)
-    return done, left
-
-
-def embed_rows(
-    conn: psycopg.Connection, table: str, ids: list[int], embedder: Embedder, model_id: str, *, alternate: bool
-) -> int:
-    """Embed the rows ``ids`` of ``table`` now, into ``embedding_alt`` or ``embedding``."""
-    found = rows.pieces_of(conn, table, ids, embedder)
-    vectors = embedder.embed([p.text for p in found]) if found else []
-    by_row = rows.row_vectors(table, list(zip(found, vectors)))
-    if alternate:
-        return rows.write_alternate(conn, table, by_row, model_id)
-    return rows.write_active(conn, table, by_row, model_id)
-
-
-def finish(conn: psycopg.Connection, settings: Settings, run_id: str) -> dict[str, Any]:
-    """Catch up, then swap in one transaction; ``catching_up`` while rows are left (the machine calls again)."""
-    state, source_model, target_model, dimension = _run(conn, run_id)
-    if state == "switched":
-        return {"run_id": run_id, "status": "switched", "caught_up": 0, "remaining": 0}
-    target = _running_target(conn, settings, run_id)
-    started = time.monotonic()
-    caught_up, remaining = catch_up(conn, target)
-    conn.execute("UPDATE reembed_runs SET caught_up = caught_up + %s, updated_at = now() WHERE id = %s", (caught_up, run_id))
-    if remaining or not _swap(conn, run_id, source_model, target):
-        return {"run_id": run_id, "status": "catching_up", "caught_up": caught_up, "remaining": remaining}
-    healed = _embed_rows_left_behind(conn, target)
-    _drop_source_indexes(conn, source_model)
-    logger.info(
-        "switched to the target model",
-        extra={"run_id": run_id, "model": target_model, "caught_up": caught_up, "healed": healed,
-               "seconds": round(time.monotonic() - started, 1)},
-    )  # fmt: skip
-    return {"run_id": run_id, "status": "switched", "caught_up": caught_up, "remaining": 0}
-
-
-def _swap(conn: psycopg.Connection, run_id: str, source_model: str, target: Target) -> bool:
-    """Swap the columns of every embedded table and record the target, in one transaction; False if locks timed out."""
-    import psycopg
-
-    tables = ", ".join(EMBEDDED_TABLES)
-    try:
-        with conn.transaction():
-            conn.execute(f"SET LOCAL lock_timeout = '{SWAP_LOCK_TIMEOUT}'")
-            conn.execute(f"LOCK TABLE {tables} IN ACCESS EXCLUSIVE MODE")
-            for table in EMBEDDED_TABLES:
-                for column in ("embedding", "embedding_model"):
-                    alternate = column.replace("embedding", "embedding_alt", 1)
-                    conn.execute(f"ALTER TABLE {table} RENAME COLUMN {column} TO swap_{column}")
-                    conn.execute(f"ALTER TABLE {table} RENAME COLUMN {alternate} TO {column}")
-                    conn.execute(f"ALTER TABLE {table} RENAME COLUMN swap_{column} TO {alternate}")
-            conn.execute(
-                "UPDATE embedding_space SET model_id = %s, dimension = %s, switched_at = now()",
-                (target.model_id, target.dimension),
-            )
-            conn.execute("UPDATE reembed_runs SET state = 'switched', updated_at = now() WHERE id = %s", (run_id,))
-    except psycopg.errors.LockNotAvailable:
-        logger.info("tables busy: the swap waits for the next call", extra={"run_id": run_id})
-        return False
-    # Outside the swap's locks: the documents' record of their model (the backfill's queue reads it).
-    conn.execute("UPDATE documents SET embedding_model = %s WHERE embedding_model = %s", (target.model_id, source_model))
-    return True
-
-
-def _embed_rows_left_behind(conn: psycopg.Connection, target: Target) -> int:
-    """Rows that got their first vector between the last catch-up and the swap have none in the target: embed them."""
-    embedder = target_embedder(target)
-    done = 0
-    for table in EMBEDDED_TABLES:
-        while True:
-            found = conn.execute(
-                f"SELECT id FROM {table} WHERE embedding IS NULL AND embedding_alt IS NOT NULL ORDER BY id LIMIT 500"  # noqa: S608
-            ).fetchall()
-            if not found:
-                break
-            done += embed_rows(conn, table, [int(r[0]) for r in found], embedder, target.model_id, alternate=False)
-    return done
-
-
-def _drop_source_indexes(conn: psycopg.Connection, source_model: str) -> None:
-    """The old model's indexes (now over ``embedding_alt``): nothing searches them, and they hold memory."""
-    from psycopg import sql
-
-    dimension = conn.execute("SELECT vector_dims(embedding_alt) FROM chunks WHERE embedding_alt_model = %s LIMIT 1",
-                             (source_model,)).fetchone()  # fmt: skip
-    if dimension is None:
-        return
-    for table in EMBEDDED_TABLES:
-        name = embedding_index_name(table, source_model, int(dimension[0]))
-        conn.execute(sql.SQL("DROP INDEX CONCURRENTLY IF EXISTS {}").format(sql.Identifier(name)))
 
 
 def fail(conn: psycopg.Connection, run_id: str, error: str) -> dict[str, Any]:
