@@ -178,6 +178,7 @@ class Ingestor:
                 lambda conn: repo.replace_document(
                     conn, source, fields, parsed, chunks, vectors, self.embedder.model_id,
                     statement_timeout_ms=self.settings.database.write_statement_timeout_ms,
+                    check_model=self.settings.reembed.provider is not None,
                 ),
                 "ingested",
                 len(chunks),
@@ -337,4 +338,10 @@ def build_ingestor(settings: Settings) -> Ingestor:
     from rag.embedding import get_embedder
     from rag.store.connection import connection
 
-    return Ingestor(lambda: connection(settings), s3_client(settings), get_embedder(settings), settings)
+    embedder = get_embedder(settings)
+    if settings.reembed.provider is not None:  # a move is configured: embed in the model the database is in now
+        from rag.store.embedding_space import active_embedder
+
+        with connection(settings) as conn:
+            embedder = active_embedder(conn, settings)
+    return Ingestor(lambda: connection(settings), s3_client(settings), embedder, settings)

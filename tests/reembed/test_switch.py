@@ -16,7 +16,7 @@ import pytest
 
 from rag.config import Settings
 from rag.reembed import steps
-from rag.reembed.space import active_model, embedding_settings
+from rag.store.embedding_space import active_model, embedding_settings
 from rag.store.schema import EMBEDDED_TABLES, embedding_index_name
 from tests.backfill.conftest import BUDGET_REVIEW, SCANNER_SYNC
 
@@ -53,7 +53,7 @@ def settings_for(url: str, tmp_path: Path, **values: Any) -> Settings:
     return Settings(database_url=url, embedding_provider="local", llm_provider="none", reembed_local_dir=tmp_path, **values)
 
 
-def ingest(conn: Any, path: Path, embedder: Any, project: str = "orion") -> None:
+def ingest(conn: Any, path: Path, embedder: Any, project: str = "orion", *, check_model: bool = False) -> None:
     """A file as ingest writes it, in small chunks: enough rows for a manifest of a hundred records."""
     from rag.chunking import chunk_document
     from rag.parsing import parse_document
@@ -62,8 +62,9 @@ def ingest(conn: Any, path: Path, embedder: Any, project: str = "orion") -> None
     parsed = parse_document(path.read_bytes(), path.name)
     chunks = chunk_document(parsed, embedder.count_tokens, max_tokens=24, overlap_tokens=0)
     source = SourceObject(tenant_id="default", project_id=project, bucket="docs", key=f"projects/{project}/{path.name}")
-    replace_document(conn, source, DocumentFields(title=path.stem), parsed, chunks, embedder.embed([c.text for c in chunks]),
-                     embedder.model_id)  # fmt: skip
+    vectors = embedder.embed([c.text for c in chunks])
+    replace_document(conn, source, DocumentFields(title=path.stem), parsed, chunks, vectors, embedder.model_id,
+                     check_model=check_model)  # fmt: skip
 
 
 def semantic(conn: Any, settings: Settings, query: str) -> list[str]:
@@ -155,3 +156,32 @@ def test_a_run_moves_every_vector_and_switches_searches_at_once(conn: Any, own_d
     assert answer_before[0] in answer_after  # the int8 model ranks its own way, and finds the same passage
     assert steps.run_step(conn, moving, jobs, store, {"action": "plan"})["run_id"] is None  # already there
     assert steps.run_step(conn, moving, jobs, store, {"action": "finish", "run_id": run_id})["status"] == "switched"
+
+
+def test_writers_embed_in_the_database_s_model_and_a_write_in_the_old_one_after_the_switch_is_rolled_back(
+    conn: Any, own_database: str, tmp_path: Path
+) -> None:
+    from rag.backfill.stages import run_named_stage
+    from rag.embedding import get_embedder
+    from rag.store.embedding_space import ModelSwitched, active_embedder
+
+    moving = settings_for(own_database, tmp_path, reembed_provider="local", reembed_runtime="onnx-int8")
+    source = get_embedder(settings_for(own_database, tmp_path))
+    ingest(conn, BUDGET_REVIEW, source, check_model=True)
+    assert active_model(conn) is None  # nothing recorded yet: the configured model is the database's
+    assert active_embedder(conn, moving).model_id == SOURCE
+    run_named_stage(conn, moving, "segment", 10)
+    jobs, store = steps.jobs_for(moving)
+    run_id = steps.run_step(conn, moving, jobs, store, {"action": "plan"})["run_id"]
+    assert steps.run_step(conn, moving, jobs, store, {"action": "finish", "run_id": run_id})["status"] == "switched"
+
+    target = active_embedder(conn, moving)
+    assert target.model_id == TARGET
+    with pytest.raises(ModelSwitched, match=TARGET):  # embedded in the old model before the switch, written after it
+        ingest(conn, SCANNER_SYNC, source, project="late", check_model=True)
+    assert conn.execute("SELECT count(*) FROM documents WHERE project_id = 'late'").fetchone()[0] == 0
+    ingest(conn, SCANNER_SYNC, target, project="late", check_model=True)
+    for stage in ("segment", "embed", "extract"):
+        run_named_stage(conn, moving, stage, 10)
+    assert set(models(conn, "chunks")) == set(models(conn, "segments")) == {TARGET}
+    assert conn.execute("SELECT count(*) FROM segments WHERE embedding IS NULL").fetchone()[0] == 0

@@ -26,8 +26,8 @@ router = APIGatewayHttpRouter()  # type: ignore[no-untyped-call]  # Powertools l
 def ask(request: AskRequest) -> AskResponse:
     from rag.ask.answer import AskTimeout
     from rag.ask.answer import ask as answer
-    from rag.embedding import get_embedder
     from rag.store.catalog import get_project
+    from rag.store.embedding_space import active_embedder
 
     settings = get_settings()
     tenant = request_tenant(router.current_event.raw_event)
@@ -38,7 +38,7 @@ def ask(request: AskRequest) -> AskResponse:
                 writer is None or get_project(writer(), tenant, project_id) is None
             ):
                 raise ApiError(404, "not_found", f"project {project_id!r} not found")
-        return answer(conn, settings, tenant, request.question_asked(), embedder=get_embedder(settings), writer=writer)
+        return answer(conn, settings, tenant, request.question_asked(), embedder=active_embedder(conn, settings), writer=writer)
 
     try:
         reply = request_read(on)

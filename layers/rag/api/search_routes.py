@@ -17,13 +17,13 @@ router = APIGatewayHttpRouter()  # type: ignore[no-untyped-call]  # Powertools l
 
 
 def _search(request: SearchRequest) -> tuple[list[tuple[str, Hit]], float]:
-    from rag.embedding import get_embedder
     from rag.search.service import run_search
+    from rag.store.embedding_space import active_embedder
 
     settings = get_settings()
     query = request.search_query(request_tenant(router.current_event.raw_event))
     # The reader when one is configured: a search may lag the writer by a bounded few seconds (docs/replicas.md).
-    return request_read(lambda conn, writer: run_search(conn, get_embedder(settings), settings, query, writer))
+    return request_read(lambda conn, writer: run_search(conn, active_embedder(conn, settings), settings, query, writer))
 
 
 @router.post("/v1/search", summary="Semantic, keyword or hybrid search", tags=["search"])

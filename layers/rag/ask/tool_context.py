@@ -35,9 +35,9 @@ class ToolContext:
     @property
     def embedder(self) -> Embedder:
         if self._embedder is None:
-            from rag.embedding import get_embedder
+            from rag.store.embedding_space import active_embedder
 
-            self._embedder = get_embedder(self.settings)
+            self._embedder = active_embedder(self.conn, self.settings)
         return self._embedder
 
     def narrow(self, asked: list[str] | tuple[str, ...]) -> tuple[str, ...]:

@@ -9,6 +9,7 @@ from rag.backfill.documents import ClaimedDocument, claim_batch, mark_advanced, 
 from rag.backfill.progress import StageResult
 from rag.errors import TransientError, is_transient
 from rag.store.backfill_queue import StageName, count_remaining
+from rag.store.embedding_space import require_model
 
 if TYPE_CHECKING:
     import psycopg
@@ -38,11 +39,15 @@ class ModelStage:
         self.model_id = embedder.model_id
 
 
-def run_stage(conn: psycopg.Connection, stage: Stage, batch_size: int, *, on_document: OnDocument | None = None) -> StageResult:
+def run_stage(
+    conn: psycopg.Connection, stage: Stage, batch_size: int, *, on_document: OnDocument | None = None,
+    check_model: bool = False,
+) -> StageResult:  # fmt: skip
     """Run one batch of ``stage`` in one transaction.
 
     A document's own error is recorded and the batch goes on; a transient error rolls the
     whole batch back (the documents stay claimable) and is raised as ``TransientError``.
+    ``check_model``: commit only if the database is still in the stage's model (``require_model``).
     """
     processed = failed = 0
     try:
@@ -63,6 +68,8 @@ def run_stage(conn: psycopg.Connection, stage: Stage, batch_size: int, *, on_doc
                 processed += 1
                 if on_document:
                     on_document(document, None)
+            if check_model:
+                require_model(conn, stage.model_id)
     except Exception as exc:
         if is_transient(exc) and not isinstance(exc, TransientError):
             raise TransientError(f"{stage.name} batch rolled back, will be retried: {type(exc).__name__}: {exc}") from exc

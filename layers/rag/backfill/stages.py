@@ -44,5 +44,15 @@ def run_named_stage(
     embedder: Embedder | None = None,
     on_document: OnDocument | None = None,
 ) -> StageResult:
-    """One batch of the stage called ``name`` (what the stage Lambdas and `rag backfill` run)."""
-    return run_stage(conn, build_stage(name, settings, embedder), batch_size, on_document=on_document)
+    """One batch of the stage called ``name`` (what the stage Lambdas and `rag backfill` run).
+
+    While the corpus moves to another model (``RAG_REEMBED_*``), the stage embeds in the model the database is in
+    and commits only if it still is (``rag.store.embedding_space``).
+    """
+    moving = settings.reembed.provider is not None
+    if embedder is None and moving:
+        from rag.store.embedding_space import active_embedder
+
+        embedder = active_embedder(conn, settings)
+    stage = build_stage(name, settings, embedder)
+    return run_stage(conn, stage, batch_size, on_document=on_document, check_model=moving)

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from rag.reembed.errors import ReembedError
-from rag.reembed.space import target_settings
+from rag.store.embedding_space import target_settings
 
 if TYPE_CHECKING:
     import psycopg

@@ -23,8 +23,8 @@ from rag.reembed import rows
 from rag.reembed.errors import ReembedError
 from rag.reembed.manifest import input_key, record_id
 from rag.reembed.runs import Target, running_target, target_embedder, target_of
-from rag.reembed.space import active_model, record_model
 from rag.reembed.switch import finish
+from rag.store.embedding_space import active_model, record_model
 from rag.store.schema import EMBEDDED_TABLES, embedding_index_sql
 
 if TYPE_CHECKING:

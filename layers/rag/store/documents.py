@@ -11,6 +11,7 @@ from uuid import UUID
 
 from rag.storable_text import storable
 from rag.store import keyword_index, timeline
+from rag.store.embedding_space import require_model
 
 if TYPE_CHECKING:
     import psycopg
@@ -116,17 +117,21 @@ def replace_document(
     model_id: str,
     *,
     statement_timeout_ms: int | None = None,
+    check_model: bool = False,
 ) -> UUID:
     """Insert or replace the document and its chunks atomically (binary COPY); rows made from old content go.
 
     ``statement_timeout_ms`` bounds each statement (a large document's COPY takes longer than the
-    database's default allows a search).
+    database's default allows a search). ``check_model``: while the corpus moves to another model, commit only if
+    the database is still in ``model_id`` (``rag.store.embedding_space.require_model``).
     """
     with conn.transaction():
         if statement_timeout_ms is not None:
             conn.execute("SELECT set_config('statement_timeout', %s, true)", (f"{int(statement_timeout_ms)}ms",))
         document_id = write_document_rows(conn, source, fields, parsed, chunks, vectors, model_id)
         keyword_index.index_document(conn, document_id)
+        if check_model:
+            require_model(conn, model_id)
     return document_id
 
 

@@ -1,19 +1,24 @@
-"""Which model the database's vectors are in, and the settings that embed in it.
+"""Which model the database's vectors are in, and the settings that embed in it (``rag.reembed`` moves it).
 
 Configuration names the model a deployment embeds with (``RAG_EMBEDDING_*``) and, while the corpus moves to
 another one, the target (``RAG_REEMBED_*``). Until a run switches the database (``embedding_space``), the
 configured model is the one; from that commit on, the target is. Only a deployment with a target configured reads
-the table, once per use: a switch is seen by the next search, never a few seconds later.
+the table, once per use: a switch is seen by the next search, never a few seconds later. Its writers check it again
+in the transaction that writes vectors (``require_model``), so a batch embedded in the old model just before the
+switch is rolled back and retried in the new one rather than written into the new model's column.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from rag.errors import TransientError
+
 if TYPE_CHECKING:
     import psycopg
 
     from rag.config import Settings
+    from rag.embedding.base import Embedder
 
 
 def target_settings(settings: Settings) -> Settings | None:
@@ -51,3 +56,25 @@ def embedding_settings(conn: psycopg.Connection, settings: Settings) -> Settings
         return settings
     active = active_model(conn)
     return target if active is not None and active[0] == target.embedding.model_id else settings
+
+
+class ModelSwitched(TransientError):
+    """The database switched model while this write's vectors were made in the old one: embed again and retry."""
+
+
+def require_model(conn: psycopg.Connection, model_id: str) -> None:
+    """Raise ModelSwitched unless the database's vectors are (still) in ``model_id``: the last statement before commit.
+
+    A write that touched an embedded table before a switch holds its lock, so the switch waits for it; a write that
+    comes after the switch reads the new model here (a fresh snapshot) and is rolled back.
+    """
+    active = active_model(conn)
+    if active is not None and active[0] != model_id:
+        raise ModelSwitched(f"the database switched to {active[0]} while vectors of {model_id} were being written")
+
+
+def active_embedder(conn: psycopg.Connection, settings: Settings) -> Embedder:
+    """The embedder of the model the database is in (the configured one unless a move switched it)."""
+    from rag.embedding import get_embedder
+
+    return get_embedder(embedding_settings(conn, settings))
