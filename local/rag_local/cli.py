@@ -12,9 +12,24 @@ import sys
 from types import ModuleType
 
 from rag.config import Settings, get_settings
-from rag_local.commands import ask, backfill, evaluate, fail, ingest, mcp, migrate, project, query_api, services, smoke
+from rag_local.commands import (
+    ask,
+    backfill,
+    evaluate,
+    fail,
+    ingest,
+    mcp,
+    migrate,
+    project,
+    query_api,
+    reembed,
+    services,
+    smoke,
+)  # fmt: skip
 
-COMMANDS: tuple[ModuleType, ...] = (services, migrate, ingest, backfill, query_api, project, evaluate, ask, mcp, smoke)
+COMMANDS: tuple[ModuleType, ...] = (
+    services, migrate, ingest, backfill, reembed, query_api, project, evaluate, ask, mcp, smoke,
+)  # fmt: skip
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -33,6 +33,7 @@ def test_rag_help_lists_the_commands_in_their_order():
         "status",
         "redrive",
         "backfill",
+        "reembed",
         "search",
         "serve",
         "openapi",

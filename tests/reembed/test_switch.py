@@ -7,8 +7,6 @@ The run gets a database of its own: it swaps columns and drops the old model's i
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,31 +20,6 @@ from tests.backfill.conftest import BUDGET_REVIEW, SCANNER_SYNC
 
 SOURCE = "local/all-MiniLM-L6-v2"
 TARGET = "local/all-MiniLM-L6-v2-int8"
-
-
-@pytest.fixture
-def own_database(database_url: str) -> Iterator[str]:
-    import psycopg
-    from psycopg.conninfo import make_conninfo
-
-    from rag.store.migrations import migrate_database
-
-    name = f"rag_reembed_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(database_url, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    url = make_conninfo(database_url, dbname=name)
-    migrate_database(Settings(database_url=url), url)
-    yield url
-    with psycopg.connect(database_url, autocommit=True) as admin:
-        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-
-@pytest.fixture
-def conn(own_database: str) -> Iterator[Any]:
-    from rag.store.connection import connect
-
-    with connect(own_database) as connection:
-        yield connection
 
 
 def settings_for(url: str, tmp_path: Path, **values: Any) -> Settings:
