@@ -158,3 +158,46 @@ def test_writers_embed_in_the_database_s_model_and_a_write_in_the_old_one_after_
         run_named_stage(conn, moving, stage, 10)
     assert set(models(conn, "chunks")) == set(models(conn, "segments")) == {TARGET}
     assert conn.execute("SELECT count(*) FROM segments WHERE embedding IS NULL").fetchone()[0] == 0
+
+
+def test_searches_running_through_the_switch_all_succeed_each_in_one_model(conn: Any, own_database: str, tmp_path: Path) -> None:
+    import threading
+
+    from rag.embedding import get_embedder
+    from rag.store.connection import connect
+
+    source = get_embedder(settings_for(own_database, tmp_path))
+    for project in ("orion", "atlas"):
+        ingest(conn, SCANNER_SYNC, source, project)
+    moving = settings_for(own_database, tmp_path, reembed_provider="local", reembed_runtime="onnx-int8")
+    jobs, store = steps.jobs_for(moving)
+    run_id = steps.run_step(conn, moving, jobs, store, {"action": "plan"})["run_id"]
+    question = "when does the scanner rollout reach the warehouses?"
+    results: list[tuple[str, int]] = []
+    errors: list[BaseException] = []
+    stop = threading.Event()
+
+    def search_until_stopped() -> None:
+        with connect(own_database) as mine:
+            while not stop.is_set():
+                try:
+                    model = embedding_settings(mine, moving).embedding.model_id
+                    results.append((model, len(semantic(mine, moving, question))))
+                except BaseException as exc:  # noqa: BLE001 - every failure is the test's finding
+                    errors.append(exc)
+                    return
+
+    searchers = [threading.Thread(target=search_until_stopped) for _ in range(3)]
+    for thread in searchers:
+        thread.start()
+    try:
+        finished = steps.run_step(conn, moving, jobs, store, {"action": "finish", "run_id": run_id})
+        while len([r for r in results if r[0] == TARGET]) < 10 and not errors:
+            stop.wait(0.05)
+    finally:
+        stop.set()
+        for thread in searchers:
+            thread.join(30)
+    assert errors == [] and finished["status"] == "switched"
+    assert {model for model, _ in results} == {SOURCE, TARGET}
+    assert all(found == 3 for _, found in results), results  # no search came back empty across the swap

@@ -87,6 +87,10 @@ def run_search(
         ef_search=ef_search, exact=exact, timeout_ms=settings.database.api_statement_timeout_ms,
         before=None if writer else partial(pending_log.write_in_transaction, flush_seconds=settings.search.query_log_flush_seconds),
     )  # fmt: skip
+    if vector is not None and _model_switched_under(conn, settings, embedder, hits_by_type):
+        from rag.store.embedding_space import active_embedder
+
+        return run_search(conn, active_embedder(conn, settings), settings, request, writer)
     ranked = merge_types(hits_by_type, mode=request.mode, top_k=candidates, fusion=fusion)
     if settings.search.recency_half_life_days:
         ranked = favour_recent(
@@ -96,6 +100,22 @@ def run_search(
     took_ms = (time.perf_counter() - started) * 1000
     log_query(conn, request, [hit for _, hit in ranked], took_ms, settings.search.query_log_flush_seconds, writer)
     return ranked, took_ms
+
+
+def _model_switched_under(
+    conn: psycopg.Connection, settings: Settings, embedder: Embedder, hits_by_type: dict[str, list[Hit]]
+) -> bool:
+    """Whether a move switched the database's model between choosing the embedder and searching (no vector matched).
+
+    Read only while a move is configured and no row matched the query's vector: a search that raced the switch runs
+    again in the new model instead of coming back with keyword matches alone.
+    """
+    if settings.reembed.provider is None or any(hit.semantic_rank is not None for hits in hits_by_type.values() for hit in hits):
+        return False
+    from rag.store.embedding_space import active_model
+
+    active = active_model(conn)
+    return active is not None and active[0] != embedder.model_id
 
 
 def log_query(
