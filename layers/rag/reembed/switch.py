@@ -31,28 +31,43 @@ CATCH_UP_ROWS = 2_000
 SWAP_LOCK_TIMEOUT = "5s"
 
 
-def _missing(conn: psycopg.Connection, table: str, model_id: str, limit: int) -> list[int]:
-    """Ids of ``table``'s embedded rows without a vector of ``model_id`` beside it."""
+_WITHOUT_TARGET = "embedding IS NOT NULL AND embedding_alt_model IS DISTINCT FROM %s"
+
+
+def _missing(conn: psycopg.Connection, table: str, model_id: str, limit: int, after: int) -> list[int]:
+    """Ids after ``after`` of ``table``'s embedded rows without a vector of ``model_id`` beside it."""
     found = conn.execute(
-        f"""SELECT id FROM {rows.check_table(table)}
-            WHERE embedding IS NOT NULL AND embedding_alt_model IS DISTINCT FROM %s ORDER BY id LIMIT %s""",  # noqa: S608
-        (model_id, limit),
+        f"SELECT id FROM {rows.check_table(table)} WHERE {_WITHOUT_TARGET} AND id > %s ORDER BY id LIMIT %s",  # noqa: S608
+        (model_id, after, limit),
     ).fetchall()
     return [int(row[0]) for row in found]
 
 
+def count_missing(conn: psycopg.Connection, model_id: str) -> int:
+    """Embedded rows of every table still without a vector of ``model_id``."""
+    missing = 0
+    for table in EMBEDDED_TABLES:
+        row = conn.execute(f"SELECT count(*) FROM {table} WHERE {_WITHOUT_TARGET}", (model_id,)).fetchone()  # noqa: S608
+        missing += int(row[0]) if row else 0
+    return missing
+
+
 def catch_up(conn: psycopg.Connection, target: Target, budget: int = CATCH_UP_ROWS) -> tuple[int, int]:
-    """Embed online up to ``budget`` rows that have no target vector yet: (rows embedded, rows still missing)."""
+    """Embed online up to ``budget`` rows that have no target vector yet: (rows embedded, rows still missing).
+
+    One pass over each table's ids, so a row that cannot be written (deleted meanwhile) is passed, not retried.
+    """
     embedder = target_embedder(target)
     done = 0
     for table in EMBEDDED_TABLES:
+        after = 0
         while done < budget:
-            ids = _missing(conn, table, target.model_id, min(500, budget - done))
+            ids = _missing(conn, table, target.model_id, min(500, budget - done), after)
             if not ids:
                 break
             done += embed_rows(conn, table, ids, embedder, target.model_id, alternate=True)
-    left = sum(len(_missing(conn, table, target.model_id, 1)) for table in EMBEDDED_TABLES)
-    return done, left
+            after = ids[-1]
+    return done, count_missing(conn, target.model_id)
 
 
 def embed_rows(
