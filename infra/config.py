@@ -126,6 +126,8 @@ class StageConfig:
     # A batch that found every remaining document held by another execution: wait this long, then try again
     # (3 such batches in a row end the stage for this execution: the other one finishes those documents).
     backfill_idle_wait_seconds: int = 30
+    reembed_max_jobs: int = 10  # re-embedding's batch jobs in flight: within Bedrock's concurrent-job quota per model
+    reembed_reserved_concurrency: int = 2  # the re-embed Lambda's connections (its steps are short; imports queue)
 
     # --- operations -----------------------------------------------------------------------
     log_retention_days: int = 30
@@ -215,13 +217,14 @@ class StageConfig:
                 f"the proxy's {self.proxy_connection_budget} of db_max_connections {self.db_max_connections} leave fewer than "
                 f"{DB_ADMIN_HEADROOM} connections for superusers, the migrator, the rotations and an operator"
             )
-        for name in ("query_reserved_concurrency", "backfill_reserved_concurrency"):
+        for name in ("query_reserved_concurrency", "backfill_reserved_concurrency", "reembed_reserved_concurrency"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1 (0 would stop the function), not {getattr(self, name)}")
         if self.reserved_concurrency > self.proxy_connection_budget:
             raise ValueError(
                 f"reserved concurrency {self.reserved_concurrency} (query {self.query_reserved_concurrency} + ingest "
-                f"{self.ingest_max_concurrency} + {BACKFILL_FUNCTIONS} x backfill {self.backfill_reserved_concurrency}) exceeds "
+                f"{self.ingest_max_concurrency} + {BACKFILL_FUNCTIONS} x backfill {self.backfill_reserved_concurrency} + re-embed "
+                f"{self.reembed_reserved_concurrency if self.reembeds_on_bedrock else 0}) exceeds "
                 f"the proxy's {self.proxy_connection_budget} connections ({self.db_proxy_max_connections_percent}% of "
                 f"db_max_connections {self.db_max_connections}): one connection per warm Lambda"
             )
@@ -248,7 +251,13 @@ class StageConfig:
             self.query_reserved_concurrency
             + self.ingest_reserved_concurrency
             + BACKFILL_FUNCTIONS * self.backfill_reserved_concurrency
+            + (self.reembed_reserved_concurrency if self.reembeds_on_bedrock else 0)
         )
+
+    @property
+    def reembeds_on_bedrock(self) -> bool:
+        """Whether the stage gets the re-embed machine: Bedrock's batch inference serves Bedrock's models only."""
+        return self.embedding_provider == "bedrock"
 
     @property
     def uses_openai(self) -> bool:

@@ -20,6 +20,7 @@ from infra.constructs.migrations import Migrations
 from infra.constructs.monitoring import Monitoring
 from infra.constructs.network import Network
 from infra.constructs.query_api import QueryApi
+from infra.constructs.reembed import Reembed
 from infra.constructs.tenant_uploader import TenantUploader
 from infra.resources import AppResources
 
@@ -44,11 +45,21 @@ class MeetingRagStack(cdk.Stack):
         self.migrations = Migrations(self, "Migrations", resources=resources)
         self.ingest = Ingest(self, "Ingest", resources=resources)
         self.query = QueryApi(self, "Query", resources=resources, documents=self.ingest.bucket)
-        self.backfill = Backfill(self, "Backfill", resources=resources)
+        # Re-embedding into another model runs on Bedrock's batch inference, which serves Bedrock's models only: with
+        # OpenAI embeddings the stage has no re-embed machine (the backfill starts it after each successful run).
+        self.reembed = (
+            Reembed(self, "Reembed", resources=resources, access_logs=self.ingest.access_logs)
+            if config.reembeds_on_bedrock
+            else None
+        )
+        self.backfill = Backfill(
+            self, "Backfill", resources=resources, reembed=self.reembed.state_machine if self.reembed else None
+        )
         self.backfill.started_after_ingest(self.ingest.function)
         # The first rotation of the functions' secret needs the role the migrator creates.
         self.database.app_rotation.node.add_dependency(self.migrations.resource)
-        for function in [self.ingest.function, self.query.function, *self.backfill.functions.values()]:
+        reembed_functions = [self.reembed.function] if self.reembed else []
+        for function in [self.ingest.function, self.query.function, *self.backfill.functions.values(), *reembed_functions]:
             # The schema exists before any function that reads or writes it is updated.
             function.node.add_dependency(self.migrations.resource)
         self.monitoring = Monitoring(
@@ -126,6 +137,10 @@ class MeetingRagStack(cdk.Stack):
             )
         cdk.CfnOutput(self, "ServiceApiUrl", value=self.query.service_url, description="Query API (IAM, SigV4)")
         cdk.CfnOutput(self, "StateMachineArn", value=self.backfill.state_machine.state_machine_arn, description="Backfill")
+        if self.reembed is not None:
+            cdk.CfnOutput(
+                self, "ReembedStateMachineArn", value=self.reembed.state_machine.state_machine_arn, description="Re-embedding"
+            )
         cdk.CfnOutput(self, "AlarmTopicArn", value=self.monitoring.topic.topic_arn)
         # For the DLQ runbook (infra/README.md): aws sqs start-message-move-task --source-arn <DeadLetterQueueArn>
         cdk.CfnOutput(self, "DeadLetterQueueArn", value=self.ingest.dlq.queue_arn, description="Ingest DLQ (redrive source)")

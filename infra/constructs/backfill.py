@@ -26,7 +26,8 @@ STAGE_DESCRIPTIONS = {
 
 
 class Backfill(Construct):
-    def __init__(self, scope: Construct, id: str, *, resources: AppResources) -> None:
+    def __init__(self, scope: Construct, id: str, *, resources: AppResources, reembed: sfn.IStateMachine | None = None) -> None:
+        """``reembed``: the re-embed machine a successful run starts (constructs/reembed.py), where the stage has one."""
         super().__init__(scope, id)
         config = resources.config
         code = function_code("backfill")
@@ -53,6 +54,7 @@ class Backfill(Construct):
             max_iterations=config.backfill_max_iterations,
             # Overlapping executions (schedule and manual): one that finds everything held by the other waits, then moves on.
             idle_wait=cdk.Duration.seconds(config.backfill_idle_wait_seconds),
+            reembed=reembed,
         )
         self.machine = machine
         self.state_machine: sfn.StateMachine = machine.state_machine

@@ -91,6 +91,7 @@ class BackfillStateMachine(Construct):
         idle_wait: Duration = Duration.seconds(30),
         max_idle_batches: int = 3,
         timeout: Duration = Duration.hours(2),
+        reembed: sfn.IStateMachine | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         if not 1 <= max_iterations <= MAX_ITERATIONS:
@@ -101,7 +102,7 @@ class BackfillStateMachine(Construct):
         self.idle_wait = idle_wait
         self.max_idle_batches = max_idle_batches
 
-        finish = self._finish()
+        finish = self._finish(reembed)
         defaults, plan = self._input(max_iterations)
 
         # Built from the last stage backwards: each stage's gate continues to the next gate.
@@ -121,9 +122,26 @@ class BackfillStateMachine(Construct):
         )
         self._acknowledge_role_wildcards(functions.values())
 
-    def _finish(self) -> sfn.IChainable:
-        """The end: success, or (a stage's error caught into $.errors.<stage>) a failed execution, errors in the cause."""
-        done = sfn.Succeed(self, "Done")
+    def _finish(self, reembed: sfn.IStateMachine | None) -> sfn.IChainable:
+        """The end: success, or (a stage's error caught into $.errors.<stage>) a failed execution, errors in the cause.
+
+        With ``reembed``, a successful run starts that machine and does not wait for it (its plan finds nothing to
+        do unless the configured embedding model differs from the database's); a start that fails is kept in
+        ``$.reembed`` and the run still succeeds.
+        """
+        done: sfn.IChainable = sfn.Succeed(self, "Done")
+        if reembed is not None:
+            start = tasks.StepFunctionsStartExecution(
+                self,
+                "Start re-embedding",
+                state_machine=reembed,
+                integration_pattern=sfn.IntegrationPattern.REQUEST_RESPONSE,
+                input=sfn.TaskInput.from_object({"started_by.$": "$$.Execution.Id"}),
+                result_selector={"execution_arn.$": "$.ExecutionArn"},
+                result_path="$.reembed",
+            )
+            start.add_catch(done, errors=[sfn.Errors.ALL], result_path="$.reembed")
+            done = start.next(done)
         report = sfn.Pass(self, "Report", parameters={"errors.$": "$.errors", "results.$": "$.results"})
         report.next(
             sfn.Fail(

@@ -20,7 +20,8 @@ from infra.defaults import DATABASE_SUBNETS, FUNCTION_SUBNETS, VPC_CIDR, log_gro
 # Interface endpoints for what is called from inside the VPC (S3 is a free gateway endpoint), about $7.30 a month
 # per AZ each. SQS: the ingest function's ChangeMessageVisibility and SendMessage (rag.queue_retry). Secrets Manager:
 # the proxy, the rotations, the migrator, the OpenAI key. Bedrock: embeddings and the chat model, where configured;
-# Bedrock Agent Runtime: the query function's Rerank calls, with the Bedrock reranker. Step Functions: the ingest
+# Bedrock Agent Runtime: the query function's Rerank calls, with the Bedrock reranker. Bedrock (the control plane):
+# the re-embed function's batch inference jobs, with Bedrock embeddings (constructs/reembed.py). Step Functions: the ingest
 # function's start of the backfill (rag.backfill_trigger), where no NAT reaches it (a few calls per batch: through a
 # NAT they cost nothing worth an endpoint). Not CloudWatch Logs (Lambda ships logs from outside the VPC).
 INTERFACE_ENDPOINTS: dict[str, ec2.InterfaceVpcEndpointAwsService] = {
@@ -28,6 +29,7 @@ INTERFACE_ENDPOINTS: dict[str, ec2.InterfaceVpcEndpointAwsService] = {
     "SecretsManager": ec2.InterfaceVpcEndpointAwsService.SECRETS_MANAGER,
     "BedrockRuntime": ec2.InterfaceVpcEndpointAwsService.BEDROCK_RUNTIME,
     "BedrockAgentRuntime": ec2.InterfaceVpcEndpointAwsService.BEDROCK_AGENT_RUNTIME,
+    "Bedrock": ec2.InterfaceVpcEndpointAwsService.BEDROCK,
     "StepFunctions": ec2.InterfaceVpcEndpointAwsService.STEP_FUNCTIONS,
 }
 
@@ -82,6 +84,8 @@ class Network(Construct):
             del endpoints["BedrockRuntime"]  # about $15 a month (two AZs) for a service this stage never calls
         if not config.uses_bedrock_rerank:
             del endpoints["BedrockAgentRuntime"]  # Rerank is its only caller
+        if not config.reembeds_on_bedrock:
+            del endpoints["Bedrock"]  # batch inference jobs are its only calls
         if config.needs_internet_egress:
             del endpoints["StepFunctions"]  # the NAT reaches it
         # The lookup (an EC2 DescribeVpcEndpointServices by the CDK CLI, kept in cdk.context.json) needs the

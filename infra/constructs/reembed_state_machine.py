@@ -40,6 +40,8 @@ from infra.constructs.backfill_state_machine import TRANSIENT_ERRORS
 
 REEMBED_FAILED = "ReembedFailed"
 DEFAULT_MAX_CONCURRENCY = 10  # Bedrock's default quota of batch inference jobs in progress per model
+THROTTLED = "Lambda.TooManyRequestsException"
+THROTTLED_ATTEMPTS = 15
 # What the machine keeps of a step's answer: the ids the next step needs (the Lambda's Payload only).
 PAYLOAD = "$.Payload"
 
@@ -115,10 +117,23 @@ class ReembedStateMachine(Construct):
             output_path=PAYLOAD,
             retry_on_service_exceptions=False,  # our own Retry below covers them, with our interval
         )
-        task.add_retry(errors=TRANSIENT_ERRORS, interval=self.retry_interval, max_attempts=5, backoff_rate=2.0)
+        self._retry(task)
         if failed is not None:
             task.add_catch(failed, errors=[sfn.Errors.ALL], result_path="$.error")
         return task
+
+    def _retry(self, task: tasks.LambdaInvoke) -> None:
+        """Throttling first: the function's reserved concurrency is small, and the items' steps queue for it (for
+        up to about an hour); then the other transient errors, a few times with backoff."""
+        task.add_retry(
+            errors=[THROTTLED],
+            interval=self.retry_interval,
+            max_attempts=THROTTLED_ATTEMPTS,
+            backoff_rate=2.0,
+            max_delay=Duration.minutes(5),
+            jitter_strategy=sfn.JitterType.FULL,
+        )
+        task.add_retry(errors=TRANSIENT_ERRORS, interval=self.retry_interval, max_attempts=5, backoff_rate=2.0)
 
     def _manifest(self, poll_interval: Duration) -> sfn.IChainable:
         """One manifest (``{"run_id", "manifest"}``): its batch job submitted, polled until it ends, its vectors imported."""
@@ -187,7 +202,7 @@ class ReembedStateMachine(Construct):
             result_path=sfn.JsonPath.DISCARD,  # $.error stays for the Fail state's cause
             retry_on_service_exceptions=False,
         )
-        record.add_retry(errors=TRANSIENT_ERRORS, interval=self.retry_interval, max_attempts=5, backoff_rate=2.0)
+        self._retry(record)
         record.add_catch(end, errors=[sfn.Errors.ALL], result_path="$.record_error")
         record.next(end)
         return record
@@ -204,8 +219,7 @@ class ReembedStateMachine(Construct):
         # Distributed mode: the machine starts, describes and stops its own child executions (CDK's
         # DistributedMapPolicy), whose names Step Functions makes up: execution:<machine name>:* and .../*:*.
         stack = cdk.Stack.of(self)
-        region = "<AWS::Region>" if cdk.Token.is_unresolved(stack.region) else stack.region
-        account = "<AWS::AccountId>" if cdk.Token.is_unresolved(stack.account) else stack.account
+        region, account = nag_region_account(stack)
         machine = stack.get_logical_id(self.state_machine.node.default_child)  # type: ignore[arg-type]
         name = json.dumps({"Fn::Select": [6, {"Fn::Split": [":", {"Ref": machine}]}]}, separators=(",", ":"))
         for children in ("", "/*"):
@@ -227,3 +241,10 @@ class ReembedStateMachine(Construct):
                 )
             )
         cdk.Validations.of(self.state_machine).acknowledge(*acknowledgments)
+
+
+def nag_region_account(stack: cdk.Stack) -> tuple[str, str]:
+    """The stack's region and account as cdk-nag writes them in a finding's id (placeholders when env-agnostic)."""
+    region = "<AWS::Region>" if cdk.Token.is_unresolved(stack.region) else stack.region
+    account = "<AWS::AccountId>" if cdk.Token.is_unresolved(stack.account) else stack.account
+    return region, account

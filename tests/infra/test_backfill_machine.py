@@ -16,8 +16,14 @@ from infra.constructs.backfill_state_machine import MAX_BATCH_SIZE, MAX_ITERATIO
 from tests.infra.conftest import Synthesized, resolve_strings
 
 
+def backfill_machine(stage: Synthesized) -> str:
+    """The backfill machine's logical id (stages with Bedrock embeddings also have the re-embed machine)."""
+    (machine,) = [name for name in stage.resources("AWS::StepFunctions::StateMachine") if name.startswith("BackfillMachine")]
+    return machine
+
+
 def definition(stage: Synthesized) -> dict[str, Any]:
-    machine = stage.resource("AWS::StepFunctions::StateMachine")["Properties"]
+    machine = stage.data["Resources"][backfill_machine(stage)]["Properties"]
     return json.loads(resolve_strings(machine["DefinitionString"]))
 
 
@@ -84,7 +90,7 @@ def test_the_largest_settings_are_accepted() -> None:
 def test_the_ingest_function_may_start_the_machine_after_ingest_and_nothing_else_of_step_functions(stage: Synthesized) -> None:
     from tests.infra.test_security import as_list, function_named, statements
 
-    (machine,) = stage.resources("AWS::StepFunctions::StateMachine")
+    machine = backfill_machine(stage)
     ingest = function_named(stage, "handler.lambda_handler", "S3 changes")
     variables = ingest["Environment"]["Variables"]
     assert variables["RAG_BACKFILL_STATE_MACHINE_ARN"] == {"Ref": machine}

@@ -34,7 +34,7 @@ REQUIREMENTS = Path(__file__).with_name("checkov-requirements.txt")
 # The one place where checkov findings are accepted: check id -> why it does not apply here, or what compensates.
 SKIPPED: dict[str, str] = {
     "CKV_AWS_111": (
-        "the function roles (ingest, query, the three backfill stages, the migrator) hold Lambda's VPC network-interface "
+        "the function roles (ingest, query, the three backfill stages, re-embedding's, the migrator) hold Lambda's VPC network-interface "
         "actions (ec2:CreateNetworkInterface, DeleteNetworkInterface, Assign/UnassignPrivateIpAddresses) on *, as "
         "AWSLambdaVPCAccessExecutionRole does: Lambda creates the functions' ENIs with them and they support no useful "
         "resource scoping (cdk-nag AwsSolutions-IAM5[Resource::*] acknowledged in infra/defaults.py python_function for "
@@ -50,7 +50,8 @@ SKIPPED: dict[str, str] = {
     "CKV_AWS_116": (
         "a function's dead-letter queue only receives failed asynchronous invocations: ingest is polled from SQS (its "
         "failures go to the queue's own DLQ IngestDeadLetters after maxReceiveCount, with an alarm), query is invoked "
-        "synchronously by API Gateway, the backfill stages synchronously by the state machine (Retry + Catch), the "
+        "synchronously by API Gateway, the backfill stages and the re-embed function synchronously by their state machines "
+        "(Retry + Catch), the "
         "migrator synchronously by the Provider framework; the others are CloudFormation custom-resource handlers whose "
         "failure fails the deployment, where a queued event would serve no one"
     ),
@@ -101,7 +102,10 @@ SKIPPED: dict[str, str] = {
     "CKV_AWS_21": (
         "IngestAccessLogs, the access-log bucket, is unversioned on purpose (infra/constructs/ingest.py): S3's log "
         "delivery writes each log object once under a new key, no application role may write or delete there, and "
-        "objects expire after 365 days, so versions would only keep expired copies; the documents bucket is versioned"
+        "objects expire after 365 days, so versions would only keep expired copies; the documents bucket is versioned. "
+        "ReembedManifests (Bedrock embeddings only) holds re-embedding's manifests and batch results: each run writes new "
+        "keys under its own run id and never overwrites one, the objects are rebuilt from the database by a new run and "
+        "expire after 30 days (infra/constructs/reembed.py)"
     ),
     "CKV_AWS_27": (
         "both queues (the ingest queue and its DLQ) are encrypted at rest with SQS-managed keys (SqsManagedSseEnabled, "
@@ -124,6 +128,7 @@ APP_FUNCTIONS = (
     "BackfillSegmentFunction",
     "BackfillEmbedFunction",
     "BackfillExtractFunction",
+    "ReembedFunction",
     "MigrationsFunction",
 )
 # Skips that hold for some resources only: CloudFormation logical ids containing one of these names. The same
@@ -137,7 +142,7 @@ SKIP_ONLY_ON: dict[str, tuple[str, ...]] = {
     "CKV_AWS_118": ("DatabaseInstance", "DatabaseClusterWriter", "DatabaseClusterReader"),
     "CKV_AWS_149": ("DatabaseAppSecret", "DatabaseInstanceSecret", "DatabaseClusterSecret"),
     "CKV_AWS_18": ("IngestAccessLogs",),
-    "CKV_AWS_21": ("IngestAccessLogs",),
+    "CKV_AWS_21": ("IngestAccessLogs", "ReembedManifests"),
 }
 # Skips that hold in these stages only.
 SKIP_ONLY_IN: dict[str, frozenset[str]] = {

@@ -155,7 +155,7 @@ def test_ingest_queue_oldest_message(stage: Synthesized) -> None:
 
 
 def test_backfill_failed_timed_out_and_the_schedule(stage: Synthesized) -> None:
-    machine = [{"Name": "StateMachineArn", "Value": {"Ref": logical_id(stage, "AWS::StepFunctions::StateMachine")}}]
+    machine = [{"Name": "StateMachineArn", "Value": {"Ref": logical_id(stage, "AWS::StepFunctions::StateMachine", "Backfill")}}]
     failed = alarm(stage, "BackfillFailed")
     assert metric(failed) == ("AWS/States", "ExecutionsFailed", "Sum", "GreaterThanOrEqualToThreshold", 1, 1, 300)
     assert failed["Dimensions"] == machine

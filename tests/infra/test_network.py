@@ -116,12 +116,13 @@ def endpoint_services(result: Synthesized) -> set[str]:
 def test_vpc_endpoints_are_exactly_the_services_the_code_calls(dev: Synthesized, prod: Synthesized) -> None:
     # S3 (gateway, free): documents. SQS: the ingest function's ChangeMessageVisibility and SendMessage
     # (rag.queue_retry). Secrets Manager: the proxy, the rotations, the migrator, the OpenAI key.
-    # Bedrock only where the embeddings come from Bedrock. Step Functions (the ingest function starts the backfill)
+    # Bedrock only where the embeddings come from Bedrock (its control plane: the re-embed function's batch inference
+    # jobs). Step Functions (the ingest function starts the backfill)
     # only where no NAT reaches it. No Logs (Lambda ships logs outside the VPC).
-    assert endpoint_services(dev) == {"s3", "sqs", "secretsmanager", "bedrock-runtime", "states"}
+    assert endpoint_services(dev) == {"s3", "sqs", "secretsmanager", "bedrock-runtime", "bedrock", "states"}
     assert endpoint_services(prod) == {"s3", "sqs", "secretsmanager"}
     for result in (dev, prod):
-        bedrock = {"bedrock-runtime"} if result.config.embedding_provider == "bedrock" else set()
+        bedrock = {"bedrock-runtime", "bedrock"} if result.config.embedding_provider == "bedrock" else set()
         states = set() if result.config.needs_internet_egress else {"states"}
         assert endpoint_services(result) == {"s3", "sqs", "secretsmanager"} | bedrock | states
         assert result.resource("AWS::EC2::FlowLog")["Properties"]["TrafficType"] == "REJECT"
@@ -187,7 +188,7 @@ def test_an_environment_agnostic_synthesis_cannot_check_the_zones_and_says_so(de
     # No account and region (a unit synthesis, `cdk synth` without credentials): nothing to look up, the endpoints
     # take every function subnet, and the stack warns that a deploy must come from a synthesis with an environment.
     zones = endpoint_zones(dev)
-    assert set(zones) == {"sqs", "secretsmanager", "bedrock-runtime", "states"}
+    assert set(zones) == {"sqs", "secretsmanager", "bedrock-runtime", "bedrock", "states"}
     assert all(len(azs) == dev.config.max_azs for azs in zones.values()), zones
     Annotations.from_stack(dev.stack).has_warning(
         "/MeetingRag-dev/Network", Match.string_like_regexp("availability zones of the interface endpoints.*not checked")
@@ -202,14 +203,15 @@ def test_offline_with_an_environment_the_zone_lookups_are_left_to_the_cli(
     result = synthesize_in(tmp_path, monkeypatch)
     lookups = missing_context(result)
     services = {key.rsplit(".", 1)[-1] for key, provider in lookups.items() if provider == "endpoint-service-availability-zones"}
-    assert services == {"sqs", "secretsmanager", "bedrock-runtime", "states"}
+    assert services == {"sqs", "secretsmanager", "bedrock-runtime", "bedrock", "states"}
     assert f"availability-zones:account={ACCOUNT}:region={REGION}" in lookups
 
 
 def test_the_bedrock_endpoint_goes_only_to_zones_that_offer_the_service(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # GIVEN the answers the CLI's lookups give (cdk.context.json): Bedrock Runtime is not offered in us-east-1a
     first = synthesize_in(tmp_path / "first", monkeypatch)
-    offered = {"sqs": REGION_AZS, "secretsmanager": REGION_AZS, "bedrock-runtime": REGION_AZS[1:], "states": REGION_AZS}
+    offered = {"sqs": REGION_AZS, "secretsmanager": REGION_AZS, "bedrock-runtime": REGION_AZS[1:], "bedrock": REGION_AZS,
+               "states": REGION_AZS}  # fmt: skip
     context = {
         key: (REGION_AZS if provider == "availability-zones" else offered[key.rsplit(".", 1)[-1]])
         for key, provider in missing_context(first).items()
@@ -219,5 +221,6 @@ def test_the_bedrock_endpoint_goes_only_to_zones_that_offer_the_service(tmp_path
     # THEN the VPC spans the first two AZs, and the endpoint of Bedrock only the one of them that offers it
     assert missing_context(result) == {}
     assert endpoint_zones(result) == {"sqs": {"us-east-1a", "us-east-1b"}, "secretsmanager": {"us-east-1a", "us-east-1b"},
-                                      "bedrock-runtime": {"us-east-1b"}, "states": {"us-east-1a", "us-east-1b"}}  # fmt: skip
+                                      "bedrock-runtime": {"us-east-1b"}, "bedrock": {"us-east-1a", "us-east-1b"},
+                                      "states": {"us-east-1a", "us-east-1b"}}  # fmt: skip
     Annotations.from_stack(result.stack).has_no_warning("/MeetingRag-dev/Network", Match.any_value())

@@ -210,8 +210,10 @@ def test_every_task_retries_transient_errors_and_the_map_runs_distributed(defini
     }
     assert sorted(tasks) == ["Check", "Finish", "Import", "Plan", "Record failure", "Submit"]
     for name, task in tasks.items():
-        [retry] = task["Retry"]
-        assert {"TransientError", "Lambda.ServiceException", "Lambda.TooManyRequestsException"} <= set(retry["ErrorEquals"])
+        throttled, retry = task["Retry"]  # throttling first (the function's concurrency is small): patient, jittered
+        assert throttled["ErrorEquals"] == ["Lambda.TooManyRequestsException"]
+        assert (throttled["MaxAttempts"], throttled["MaxDelaySeconds"], throttled["JitterStrategy"]) == (15, 300, "FULL")
+        assert {"TransientError", "Lambda.ServiceException"} <= set(retry["ErrorEquals"])
         assert retry["BackoffRate"] == 2 and retry["MaxAttempts"] == 5, name
         if name in ("Plan", "Finish"):  # outside the Map: caught here; inside, the item fails and the Map's Catch records it
             assert task["Catch"] == [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.error", "Next": "Record failure"}]
