@@ -309,13 +309,18 @@ def test_local_jobs_name_the_malformed_manifest_line_and_write_no_results(tmp_pa
     assert store.keys(f"reembed/{RUN}/output/") == []
 
 
-def test_the_client_is_bedrocks_control_plane_in_the_bedrock_region_with_standard_retries() -> None:
+def test_the_client_is_bedrocks_control_plane_in_the_bedrock_region_with_standard_retries(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     store = S3ManifestStore(BUCKET, boto3.client("s3", region_name="us-east-1"))
     in_region = BedrockBatchJobs(SETTINGS.with_values(bedrock_region="eu-central-1", aws_region="us-west-2"), store)
     client = in_region._client
     assert client.meta.service_model.service_name == "bedrock"
     assert client.meta.region_name == "eu-central-1"
     assert client.meta.config.retries["mode"] == "standard"
-    local = BedrockBatchJobs(SETTINGS.with_values(aws_region="us-west-2", aws_endpoint_url="http://127.0.0.1:5000"), store)
+    # Every other service at one endpoint (moto), Bedrock's at its own: the service's variable wins, as for the runtime.
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:5000")
+    monkeypatch.setenv("AWS_ENDPOINT_URL_BEDROCK", "http://127.0.0.1:5999")
+    local = BedrockBatchJobs(SETTINGS.with_values(aws_region="us-west-2"), store)
     assert local._client.meta.region_name == "us-west-2"
-    assert local._client.meta.endpoint_url == "http://127.0.0.1:5000"
+    assert local._client.meta.endpoint_url == "http://127.0.0.1:5999"

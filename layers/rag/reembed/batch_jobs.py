@@ -134,10 +134,10 @@ class BedrockBatchJobs:
         import boto3
         from botocore.config import Config
 
+        # No endpoint_url: botocore reads AWS_ENDPOINT_URL_BEDROCK before AWS_ENDPOINT_URL, as the runtime client does.
         return boto3.client(
             "bedrock",
             region_name=self.settings.embedding.bedrock_region or self.settings.aws.region,
-            endpoint_url=self.settings.aws.endpoint_url or None,
             config=Config(retries={"mode": "standard", "max_attempts": self.settings.embedding.max_retries + 1}),
         )
 
