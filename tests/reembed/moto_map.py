@@ -1,4 +1,6 @@
-"""AWS's failure rule of a Distributed Map, added to moto's engine for the tests that run one.
+"""Two behaviours of Step Functions that moto 5.2.5's engine lacks, added for the tests that need them.
+
+``failed_items_fail_the_map``: AWS's failure rule of a Distributed Map.
 
 Step Functions fails a Distributed Map Run once more child executions failed than ToleratedFailureCount /
 ToleratedFailurePercentage allow (both 0 by default: the first failed item fails the Map with
@@ -6,6 +8,11 @@ ToleratedFailurePercentage allow (both 0 by default: the first failed item fails
 items but lets the Map succeed; while active, ``failed_items_fail_the_map`` makes a failed item end the Map Run as
 AWS does (only the default thresholds of 0, the ones the re-embed machine uses). ``check_private_api`` says clearly
 what changed when moto moves the method this patches.
+
+``start_execution_speaks_boto``: the ``states:startExecution`` task integration. moto hands the state's
+parameters (``StateMachineArn``, ``Input``) to boto3 as they are, but boto3's Step Functions API names them
+``stateMachineArn`` and ``input`` (and answers ``executionArn``, ``startDate``), so every such task fails with a
+KeyError; while active, the names are translated both ways as Step Functions does.
 """
 
 from __future__ import annotations
@@ -62,4 +69,30 @@ def failed_items_fail_the_map() -> Iterator[None]:
             )
 
     with mock.patch.object(DistributedItemProcessorWorker, "_eval_job", eval_job):
+        yield
+
+
+@contextmanager
+def start_execution_speaks_boto() -> Iterator[None]:
+    from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state_task_service_sfn import (
+        StateTaskServiceSfn,
+    )
+
+    normalise_parameters = StateTaskServiceSfn._normalise_parameters
+
+    def parameters_as_boto(self: Any, parameters: dict[str, Any], *args: Any, **kwargs: Any) -> None:
+        normalise_parameters(self, parameters, *args, **kwargs)
+        for key in list(parameters):
+            parameters[key[0].lower() + key[1:]] = parameters.pop(key)
+
+    def response_as_states(self: Any, response: Any, *args: Any, **kwargs: Any) -> None:
+        if isinstance(response, dict):
+            for key in list(response):
+                value = response.pop(key)
+                response[key[0].upper() + key[1:]] = value.isoformat() if hasattr(value, "isoformat") else value
+
+    with (
+        mock.patch.object(StateTaskServiceSfn, "_normalise_parameters", parameters_as_boto),
+        mock.patch.object(StateTaskServiceSfn, "_normalise_response", response_as_states),
+    ):
         yield

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from rag_local.state_machine import ACCOUNT, REGION, definition_from_template, function_arn, run_backfill_state_machine
-from tests.reembed.moto_map import THRESHOLD_ERROR, failed_items_fail_the_map
+from tests.reembed.moto_map import THRESHOLD_ERROR, failed_items_fail_the_map, start_execution_speaks_boto
 
 RUN = "r20261126T0200"
 JOB = f"arn:aws:bedrock:{REGION}:{ACCOUNT}:model-invocation-job/"
@@ -273,3 +273,108 @@ def test_the_construct_refuses_no_concurrency():
     fn = lambda_.Function(stack, "Fn", runtime=lambda_.Runtime.PYTHON_3_12, handler="h.h", code=lambda_.Code.from_inline("x = 1"))
     with pytest.raises(ValueError, match="max_concurrency >= 1"):
         ReembedStateMachine(stack, "Reembed", function=fn, max_concurrency=0)
+
+
+# --- the backfill's start of the re-embed machine ---------------------------------------------------------------
+
+REEMBED_ARN = f"arn:aws:states:{REGION}:{ACCOUNT}:stateMachine:reembed"
+
+
+@pytest.fixture(scope="module")
+def backfill_with_reembed() -> dict[str, Any]:
+    """The backfill machine as a stage with Bedrock embeddings deploys it: a successful run starts the re-embed machine
+    (named ``reembed`` in moto here)."""
+    import aws_cdk as cdk
+    from aws_cdk import aws_lambda as lambda_
+
+    from infra.constructs.backfill_state_machine import STAGES, BackfillStateMachine
+    from infra.constructs.reembed_state_machine import ReembedStateMachine
+
+    app = cdk.App()
+    stack = cdk.Stack(app, "BackfillWithReembed", env=cdk.Environment(account=ACCOUNT, region=REGION))
+    code = lambda_.Code.from_inline("def handler(event, context):\n    raise NotImplementedError\n")
+    functions = {
+        name: lambda_.Function(stack, name, runtime=lambda_.Runtime.PYTHON_3_12, handler=f"handler.{name}_handler", code=code)
+        for name in (*STAGES, "reembed")
+    }
+    reembed = ReembedStateMachine(stack, "Reembed", function=functions["reembed"])
+    one_second = cdk.Duration.seconds(1)
+    BackfillStateMachine(
+        stack,
+        "Backfill",
+        **{stage: functions[stage] for stage in STAGES},
+        retry_interval=one_second,
+        idle_wait=one_second,
+        reembed=reembed.state_machine,
+    )
+    template = app.synth().get_stack_by_name(stack.stack_name).template
+    resources = template["Resources"]
+    [machine_id] = [
+        k for k, r in resources.items() if k.startswith("Backfill") and r["Type"] == "AWS::StepFunctions::StateMachine"
+    ]
+    [reembed_id] = [
+        k for k, r in resources.items() if k.startswith("Reembed") and r["Type"] == "AWS::StepFunctions::StateMachine"
+    ]
+    text = json.dumps({machine_id: resources[machine_id]}).replace(json.dumps({"Ref": reembed_id}), json.dumps(REEMBED_ARN))
+    stage_ids = {
+        k: function_arn(name)
+        for name in STAGES
+        for k, r in resources.items()
+        if r["Properties"].get("Handler") == f"handler.{name}_handler"
+    }
+    return definition_from_template({"Resources": json.loads(text)}, stage_ids)
+
+
+def run_backfill(
+    backfill: dict[str, Any], reembed_definition: dict[str, Any] | None, script: Script
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """A backfill with nothing to do, the re-embed machine created in the same moto (unless None); the backfill's
+    execution and the re-embed executions it started, each described once ended."""
+    from rag.backfill.progress import StageResult, advance
+    from rag_local.state_machine import local_state_machine
+
+    def nothing_to_do(event: dict[str, Any]) -> dict[str, Any]:
+        return advance(event["previous"], StageResult(processed=0, failed=0, remaining=0)).as_dict()
+
+    dispatch = {"segment": nothing_to_do, "embed": nothing_to_do, "extract": nothing_to_do, "reembed": script}
+    with (
+        failed_items_fail_the_map(),
+        start_execution_speaks_boto(),
+        local_state_machine(definition=backfill, dispatch=dispatch) as machine,
+    ):
+        if reembed_definition is not None:
+            machine.client.create_state_machine(
+                name="reembed", definition=json.dumps(reembed_definition), roleArn=f"arn:aws:iam::{ACCOUNT}:role/reembed"
+            )
+        execution = machine.wait(machine.start({}), timeout_seconds=120)
+        started = []
+        if reembed_definition is not None:
+            for item in machine.client.list_executions(stateMachineArn=REEMBED_ARN)["executions"]:
+                started.append(machine.wait(item["executionArn"], timeout_seconds=60))
+    return execution, started
+
+
+def test_a_successful_backfill_starts_the_re_embed_machine_without_waiting_for_it(backfill_with_reembed, definition):
+    script = Script(plan_run=None)  # the configured model is the database's: nothing to re-embed
+
+    execution, started = run_backfill(backfill_with_reembed, definition, script)
+
+    assert execution["status"] == "SUCCEEDED", execution
+    assert len(started) == 1, execution["output_json"]["reembed"]
+    [reembed] = started
+    assert execution["output_json"]["reembed"] == {"execution_arn": reembed["executionArn"]}
+    assert json.loads(reembed["input"]) == {"started_by": execution["executionArn"]}
+    assert reembed["status"] == "SUCCEEDED" and script.actions() == ["plan"]
+
+
+def test_a_start_that_fails_leaves_the_backfill_succeeded(backfill_with_reembed):
+    script = Script()
+
+    execution, started = run_backfill(backfill_with_reembed, None, script)  # no re-embed machine to start
+
+    assert execution["status"] == "SUCCEEDED", execution
+    # Why the start failed, kept in the output.
+    assert execution["output_json"]["reembed"]["Error"] == "StepFunctions.StateMachineDoesNotExistException"
+    assert execution["output_json"]["errors"] == {} and script.calls == []
+    entered = [e["stateEnteredEventDetails"]["name"] for e in execution["history"] if "stateEnteredEventDetails" in e]
+    assert entered[-2:] == ["Start re-embedding", "Done"]
