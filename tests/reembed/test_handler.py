@@ -95,3 +95,17 @@ def test_an_unreachable_database_is_a_transient_error(handler_module, steps):
     finally:
         close_pool()
         get_settings.cache_clear()  # the next test reads the real database's settings again
+
+
+def test_the_handler_runs_the_library_s_plan(db, handler_module, monkeypatch):
+    """Unstubbed: ``rag.reembed.steps`` itself, locally (no bucket: the local batch engine); nothing to re-embed in an
+    empty corpus whose model is the configured one."""
+    from rag.config import get_settings
+
+    monkeypatch.setenv("RAG_EMBEDDING_PROVIDER", "local")
+    get_settings.cache_clear()
+    try:
+        result = handler_module.reembed_handler({"action": "plan"}, LocalContext())
+    finally:
+        get_settings.cache_clear()
+    assert result["run_id"] is None and result["manifests"] == []
