@@ -19,6 +19,8 @@ import logging
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+import psycopg
+
 from rag.reembed import rows
 from rag.reembed.errors import ReembedError
 from rag.reembed.manifest import input_key, record_id
@@ -28,8 +30,6 @@ from rag.store.embedding_space import active_model, record_model
 from rag.store.schema import EMBEDDED_TABLES, embedding_index_sql
 
 if TYPE_CHECKING:
-    import psycopg
-
     from rag.config import Settings
     from rag.reembed.batch_jobs import BatchJobs
     from rag.reembed.storage import ManifestStore
@@ -38,6 +38,12 @@ logger = logging.getLogger(__name__)
 
 # Bedrock refuses a batch job of fewer records: a smaller range is embedded online by finish.
 MIN_JOB_RECORDS = 100
+# One planner at a time (its index builds would deadlock with another's): a session lock, as they run outside
+# a transaction.
+_PLAN_LOCK = 7_320_114_003
+# A running run none of whose rows moved for this long has no execution driving it: the next plan resumes it.
+# (A live execution checks its jobs every few minutes, and every check touches its manifest.)
+STALE_SECONDS = 3600
 
 
 def run_step(
@@ -60,6 +66,8 @@ def run_step(
         state = jobs.state(job_arn)
         if state.status == "failed":
             _set_manifest(conn, run_id, manifest, state="failed", error=state.message)
+        else:  # a sign of life: the run is being driven (plan resumes only silent runs)
+            _set_manifest(conn, run_id, manifest, state="completed" if state.status == "completed" else "submitted")
         return {"run_id": run_id, "manifest": manifest, "job_arn": job_arn, "status": state.status, "message": state.message}
     if action == "import":
         return import_results(conn, settings, jobs, store, run_id, manifest, job_arn)
@@ -81,7 +89,8 @@ def _number(event: dict[str, Any], key: str) -> int:
 
 
 def plan(conn: psycopg.Connection, settings: Settings) -> dict[str, Any]:
-    """A new run and its manifests, or ``run_id`` None: no target, already in it, or a run under way."""
+    """A new run and its manifests; a stale run's unfinished manifests; or ``run_id`` None (nothing to do, or a run
+    under way that shows signs of life)."""
     nothing: dict[str, Any] = {"run_id": None, "manifests": [], "records": 0}
     target = target_of(settings)
     if target is None:
@@ -89,37 +98,92 @@ def plan(conn: psycopg.Connection, settings: Settings) -> dict[str, Any]:
     source = record_model(conn, settings.embedding.model_id, settings.embedding.resolved_dimension)
     if source[0] == target.model_id:
         return nothing
+    if not conn.execute("SELECT pg_try_advisory_lock(%s)", (_PLAN_LOCK,)).fetchone()[0]:  # type: ignore[index]
+        logger.info("another planner is planning: nothing planned")
+        return nothing
+    try:
+        return _plan(conn, settings, source[0], target) or nothing
+    finally:
+        conn.execute("SELECT pg_advisory_unlock(%s)", (_PLAN_LOCK,))
+
+
+def _plan(conn: psycopg.Connection, settings: Settings, source: str, target: Target) -> dict[str, Any] | None:
+    running = _running_run(conn)
+    if running is not None and running[1] != target.model_id:  # the configured target changed: start over towards it
+        fail(conn, running[0], f"the configured target changed to {target.model_id}")
+    elif running is not None:
+        return _resume(conn, running, target)
+    _create_target_indexes(conn, target)  # concurrently, so outside the transaction; idempotent
     run_id = "r" + datetime.now(UTC).strftime("%Y%m%dt%H%M%S%f")
+    manifests: list[dict[str, Any]] = []
+    try:
+        _insert_run(conn, run_id, source, target, settings.reembed.manifest_records, manifests)
+    except psycopg.errors.UniqueViolation:  # another planner (on another schema version?) started a run first
+        logger.info("another planner started a run first: nothing planned")
+        return None
+    records = sum(m.pop("records") for m in manifests)
+    logger.info("re-embedding planned", extra={"run_id": run_id, "manifests": len(manifests), "rows": records})
+    return {"run_id": run_id, "manifests": manifests, "records": records}
+
+
+def _insert_run(
+    conn: psycopg.Connection, run_id: str, source: str, target: Target, limit: int, manifests: list[dict[str, Any]]
+) -> None:
+    """The run and its manifests in one transaction: a plan killed halfway leaves no run behind."""
     with conn.transaction():
-        if conn.execute("SELECT 1 FROM reembed_runs WHERE state = 'running'").fetchone():
-            logger.info("a re-embedding run is under way: nothing planned")
-            return nothing
         conn.execute(
             "INSERT INTO reembed_runs (id, source_model_id, target_model_id, target_dimension, state)"
             " VALUES (%s, %s, %s, %s, 'running')",
-            (run_id, source[0], target.model_id, target.dimension),
-        )
-    _create_target_indexes(conn, target)
-    manifests: list[dict[str, Any]] = []
-    records = 0
-    limit = settings.reembed.manifest_records
-    for table in EMBEDDED_TABLES:
-        # Segments have a record per piece (a few each): fewer rows a manifest keep it under Bedrock's per-file cap.
-        rows_each = max(MIN_JOB_RECORDS, limit // 4) if table == "segments" else limit
-        for first, last, count in _ranges(conn, table, rows_each):
-            if count < MIN_JOB_RECORDS:
-                continue  # too few for a batch job: finish embeds them online
-            number = len(manifests)
-            conn.execute(
-                "INSERT INTO reembed_manifests (run_id, manifest, table_name, first_id, last_id, records)"
-                " VALUES (%s, %s, %s, %s, %s, %s)",
-                (run_id, number, table, first, last, count),
-            )
-            manifests.append({"run_id": run_id, "manifest": number})
-            records += count
-    conn.execute("UPDATE reembed_runs SET manifests = %s, updated_at = now() WHERE id = %s", (len(manifests), run_id))
-    logger.info("re-embedding planned", extra={"run_id": run_id, "manifests": len(manifests), "rows": records})
-    return {"run_id": run_id, "manifests": manifests, "records": records}
+            (run_id, source, target.model_id, target.dimension),
+        )  # a second planner racing this one fails here on the one-running index
+        for table in EMBEDDED_TABLES:
+            # Segments have a record per piece (a few each): fewer rows a manifest keep it under Bedrock's per-file cap.
+            rows_each = max(MIN_JOB_RECORDS, limit // 4) if table == "segments" else limit
+            for first, last, count in _ranges(conn, table, rows_each):
+                if count < MIN_JOB_RECORDS:
+                    continue  # too few for a batch job: finish embeds them online
+                number = len(manifests)
+                conn.execute(
+                    "INSERT INTO reembed_manifests (run_id, manifest, table_name, first_id, last_id, records)"
+                    " VALUES (%s, %s, %s, %s, %s, %s)",
+                    (run_id, number, table, first, last, count),
+                )
+                manifests.append({"run_id": run_id, "manifest": number, "records": count})
+        conn.execute("UPDATE reembed_runs SET manifests = %s, updated_at = now() WHERE id = %s", (len(manifests), run_id))
+
+
+def _running_run(conn: psycopg.Connection) -> tuple[str, str, float] | None:
+    """(id, target model, seconds since the run or any of its manifests last moved) of the running run."""
+    row = conn.execute(
+        """SELECT r.id, r.target_model_id,
+                  extract(epoch FROM now() - greatest(r.updated_at, coalesce(max(m.updated_at), r.updated_at)))
+           FROM reembed_runs r LEFT JOIN reembed_manifests m ON m.run_id = r.id
+           WHERE r.state = 'running' GROUP BY r.id"""
+    ).fetchone()
+    return None if row is None else (str(row[0]), str(row[1]), float(row[2]))
+
+
+def _resume(conn: psycopg.Connection, running: tuple[str, str, float], target: Target) -> dict[str, Any] | None:
+    """A run whose steps stopped (its execution died) goes on where it was; a live one is left to its execution.
+
+    Every step of a live run touches its rows (a check at least every poll), so silence longer than
+    ``STALE_SECONDS`` means nothing drives it.
+    """
+    run_id, _, idle_seconds = running
+    if idle_seconds < STALE_SECONDS:
+        logger.info("a re-embedding run is under way: nothing planned", extra={"run_id": run_id})
+        return None
+    left = conn.execute(
+        "SELECT manifest, records FROM reembed_manifests WHERE run_id = %s AND state <> 'imported' ORDER BY manifest",
+        (run_id,),
+    ).fetchall()
+    conn.execute("UPDATE reembed_runs SET updated_at = now() WHERE id = %s", (run_id,))
+    logger.info("resuming a stalled re-embedding run", extra={"run_id": run_id, "manifests": len(left)})
+    return {
+        "run_id": run_id,
+        "manifests": [{"run_id": run_id, "manifest": int(number)} for number, _ in left],
+        "records": sum(int(count) for _, count in left),
+    }
 
 
 def _ranges(conn: psycopg.Connection, table: str, rows_each: int) -> list[tuple[int, int, int]]:

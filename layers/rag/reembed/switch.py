@@ -14,7 +14,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from rag.reembed import rows
-from rag.reembed.runs import Target, run_record, running_target, target_embedder
+from rag.reembed.runs import Target, run_record, running_target, target_embedder, target_of
 from rag.store.schema import EMBEDDED_TABLES, embedding_index_name
 
 if TYPE_CHECKING:
@@ -83,18 +83,23 @@ def embed_rows(
 
 
 def finish(conn: psycopg.Connection, settings: Settings, run_id: str) -> dict[str, Any]:
-    """Catch up, then swap in one transaction; ``catching_up`` while rows are left (the machine calls again)."""
-    state, source_model, target_model, dimension = run_record(conn, run_id)
+    """Catch up, then swap in one transaction; ``catching_up`` while rows are left (the machine calls again).
+
+    What follows the swap is idempotent and done again by a retried call, in case the call that swapped died after.
+    """
+    state, source_model, target_model, _ = run_record(conn, run_id)
     if state == "switched":
+        target = target_of(settings)
+        if target is not None and target.model_id == target_model:
+            _after_swap(conn, source_model, target)
         return {"run_id": run_id, "status": "switched", "caught_up": 0, "remaining": 0}
     target = running_target(conn, settings, run_id)
     started = time.monotonic()
     caught_up, remaining = catch_up(conn, target)
     conn.execute("UPDATE reembed_runs SET caught_up = caught_up + %s, updated_at = now() WHERE id = %s", (caught_up, run_id))
-    if remaining or not _swap(conn, run_id, source_model, target):
+    if remaining or not _swap(conn, run_id, target):
         return {"run_id": run_id, "status": "catching_up", "caught_up": caught_up, "remaining": remaining}
-    healed = _embed_rows_left_behind(conn, target)
-    _drop_source_indexes(conn, source_model)
+    healed = _after_swap(conn, source_model, target)
     logger.info(
         "switched to the target model",
         extra={"run_id": run_id, "model": target_model, "caught_up": caught_up, "healed": healed,
@@ -103,7 +108,15 @@ def finish(conn: psycopg.Connection, settings: Settings, run_id: str) -> dict[st
     return {"run_id": run_id, "status": "switched", "caught_up": caught_up, "remaining": 0}
 
 
-def _swap(conn: psycopg.Connection, run_id: str, source_model: str, target: Target) -> bool:
+def _after_swap(conn: psycopg.Connection, source_model: str, target: Target) -> int:
+    """The documents' record of their model (the backfill's queue reads it), the rows left behind, the old indexes."""
+    conn.execute("UPDATE documents SET embedding_model = %s WHERE embedding_model = %s", (target.model_id, source_model))
+    healed = _embed_rows_left_behind(conn, target)
+    _drop_source_indexes(conn, source_model)
+    return healed
+
+
+def _swap(conn: psycopg.Connection, run_id: str, target: Target) -> bool:
     """Swap the columns of every embedded table and record the target, in one transaction; False if locks timed out."""
     import psycopg
 
@@ -126,8 +139,6 @@ def _swap(conn: psycopg.Connection, run_id: str, source_model: str, target: Targ
     except psycopg.errors.LockNotAvailable:
         logger.info("tables busy: the swap waits for the next call", extra={"run_id": run_id})
         return False
-    # Outside the swap's locks: the documents' record of their model (the backfill's queue reads it).
-    conn.execute("UPDATE documents SET embedding_model = %s WHERE embedding_model = %s", (target.model_id, source_model))
     return True
 
 
@@ -136,13 +147,14 @@ def _embed_rows_left_behind(conn: psycopg.Connection, target: Target) -> int:
     embedder = target_embedder(target)
     done = 0
     for table in EMBEDDED_TABLES:
-        while True:
-            found = conn.execute(
-                f"SELECT id FROM {table} WHERE embedding IS NULL AND embedding_alt IS NOT NULL ORDER BY id LIMIT 500"  # noqa: S608
-            ).fetchall()
-            if not found:
-                break
+        after = 0
+        while found := conn.execute(
+            f"""SELECT id FROM {table} WHERE embedding IS NULL AND embedding_alt IS NOT NULL AND id > %s
+                ORDER BY id LIMIT 500""",  # noqa: S608 - our own table names
+            (after,),
+        ).fetchall():
             done += embed_rows(conn, table, [int(r[0]) for r in found], embedder, target.model_id, alternate=False)
+            after = int(found[-1][0])
     return done
 
 
