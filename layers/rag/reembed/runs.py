@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rag.reembed.errors import ReembedError
 from rag.store.embedding_space import target_settings
@@ -52,3 +52,12 @@ def running_target(conn: psycopg.Connection, settings: Settings, run_id: str) ->
     if target is None or target.model_id != target_model:
         raise ReembedError(f"run {run_id} moves to {target_model}, but the configured target is {target and target.model_id}")
     return target
+
+
+def fail(conn: psycopg.Connection, run_id: str, error: str) -> dict[str, Any]:
+    """Record the run as failed (the database stays in its model; a later plan starts over)."""
+    conn.execute(
+        "UPDATE reembed_runs SET state = 'failed', error = %s, updated_at = now() WHERE id = %s AND state = 'running'",
+        (error[:2000], run_id),
+    )
+    return {"run_id": run_id, "status": "failed"}
