@@ -104,11 +104,12 @@ class Artifacts:
         return dict(found)
 
 
-def build_artifacts(workdir: Path, *, stage: str = STAGE) -> Artifacts:
-    """Build (or reuse) the layer, synthesize ``stage`` and collect each function's asset, handler and environment."""
+def build_artifacts(workdir: Path, *, stage: str = STAGE, context: dict[str, Any] | None = None) -> Artifacts:
+    """Build (or reuse) the layer, synthesize ``stage`` (``context``: ``-c`` values) and collect each function's
+    asset, handler and environment."""
     python = python312()
     layer = cached_layer() / "python"
-    template, outdir = synthesize(stage, workdir / "cdk.out")
+    template, outdir = synthesize(stage, workdir / "cdk.out", context)
     functions = function_specs(template, outdir, workdir / "bundled")
     return Artifacts(python, layer, runtime_folder(), functions, template)
 
@@ -124,7 +125,7 @@ def cached_layer() -> Path:
     return Path(module.cached_layer())
 
 
-def synthesize(stage: str, outdir: Path) -> tuple[dict[str, Any], Path]:
+def synthesize(stage: str, outdir: Path, extra: dict[str, Any] | None = None) -> tuple[dict[str, Any], Path]:
     """The CDK app's template for ``stage``, assets staged but not bundled (no pip, no Docker)."""
     from infra import node  # noqa: F401  (JSII_NODE before aws_cdk)
 
@@ -133,7 +134,7 @@ def synthesize(stage: str, outdir: Path) -> tuple[dict[str, Any], Path]:
 
     from infra.stack import build
 
-    context = {"aws:cdk:bundling-stacks": [], **STAGE_CONTEXT.get(stage, {})}
+    context = {"aws:cdk:bundling-stacks": [], **STAGE_CONTEXT.get(stage, {}), **(extra or {})}
     app = cdk.App(context=context, outdir=str(outdir))
     stack = build(app, stage)
     template = app.synth().get_stack_by_name(stack.stack_name).template
@@ -327,6 +328,7 @@ class Services:
     queue_url: str
     queue_arn: str
     state_machine_arn: str = ""  # the backfill machine the ingest function starts (moto runs none of its states)
+    reembed_bucket: str = ""  # the re-embedding's manifests and results (Bedrock's batch jobs: the fake)
 
     def client(self, service: str) -> Any:
         import boto3
@@ -399,6 +401,9 @@ def set_up_aws(services: Services) -> None:
     services.secrets = {"RAG_DATABASE_SECRET_ARN": admin["ARN"], "RAG_APP_DATABASE_SECRET_ARN": app["ARN"]}
     if name := STAGES[STAGE].openai_api_key_secret_name:
         secretsmanager.create_secret(Name=name, SecretString=OPENAI_KEY)
+    services.reembed_bucket = f"meeting-rag-reembed-{uuid.uuid4().hex[:8]}"
+    s3.create_bucket(Bucket=services.reembed_bucket)
+    services.bedrock.s3 = s3  # the fake's batch jobs read manifests and write results here, as Bedrock's do
     services.state_machine_arn = services.client("stepfunctions").create_state_machine(
         name="meeting-rag-backfill",
         definition=json.dumps({"StartAt": "Stand-in", "States": {"Stand-in": {"Type": "Pass", "End": True}}}),
@@ -436,6 +441,8 @@ def lambda_environment(artifacts: Artifacts, services: Services, function: Funct
         "RAG_DATABASE_IAM_URL": services.database.iam_url(),
         "RAG_BACKFILL_STATE_MACHINE_ARN": services.state_machine_arn,
         "RAG_UPLOAD_BUCKET": services.bucket,  # the documents bucket: the query function presigns uploads to it
+        "RAG_REEMBED_BUCKET": services.reembed_bucket,
+        "RAG_REEMBED_ROLE_ARN": f"arn:aws:iam::{ACCOUNT}:role/meeting-rag-reembed-jobs",
         **services.secrets,
     }
     environment = {}
@@ -465,8 +472,9 @@ def lambda_environment(artifacts: Artifacts, services: Services, function: Funct
         "PYTHONPATH": os.pathsep.join([str(function.asset), str(artifacts.layer), str(artifacts.runtime)]),
         "PYTHONNOUSERSITE": "1", "PYTHONDONTWRITEBYTECODE": "1",
         **environment,
-        # The endpoints AWS provides, here local: every AWS API to moto, Bedrock Runtime and OpenAI to the fakes.
+        # The endpoints AWS provides, here local: every AWS API to moto, Bedrock (runtime, control plane) and OpenAI to the fakes.
         "AWS_ENDPOINT_URL": services.moto_url, "AWS_ENDPOINT_URL_BEDROCK_RUNTIME": services.bedrock.url,
+        "AWS_ENDPOINT_URL_BEDROCK": services.bedrock.url,
         "OPENAI_BASE_URL": services.model.base_url,
     }  # fmt: skip
 
