@@ -13,14 +13,16 @@ Every task invokes the one re-embed Lambda (``handler.reembed_handler``) with an
 The Map runs in Distributed mode: each manifest is a child execution with its own history. A batch job is polled
 every ``poll_interval`` for up to Bedrock's job timeout (72 hours by default: 864 polls at 5 minutes, about ten
 history events each), so a few manifests polled inside one execution would pass Step Functions' 25,000 events of
-history; a child execution holds one manifest's polls. moto's engine runs Distributed mode too (the tests execute
-this definition). ``max_concurrency`` (default 10) keeps the jobs in flight within Bedrock's quota of concurrent
-batch jobs per model; raise both together.
+history; a child execution holds one manifest's polls. moto's engine runs Distributed mode too
+(tests/reembed/test_state_machine.py executes this definition; it adds Step Functions' rule, missing in moto, that a
+failed item fails the Map Run with States.ExceedToleratedFailureThreshold). ``max_concurrency`` (default 10) keeps
+the jobs in flight within Bedrock's quota of concurrent batch jobs per model; raise both together.
 
 Every Task retries the Lambda's TransientError and Lambda's service errors with backoff; any other error (a job
 that failed ends its item and so the Map) is caught into ``$.error`` and goes to ``Record failure``
 (``{"action": "fail", "run_id", "error"}``), then to the Fail state ``Re-embedding failed`` (error
-``ReembedFailed``), which the executions-failed metric counts. An execution ends after ``timeout`` (7 days).
+``ReembedFailed``), which the executions-failed metric counts. ``$.run_id`` is null until the plan names the run (a
+failed plan is recorded with no run). An execution ends after ``timeout`` (7 days).
 """
 
 from __future__ import annotations

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Callable
 from functools import cache
 from typing import Any
 
 import pytest
 
-from rag_local.state_machine import ACCOUNT, REGION, definition_from_template, function_arn, run_backfill_state_machine
+from rag_local.state_machine import ACCOUNT, REGION, definition_from_template, function_arn, local_state_machine
 from tests.reembed.moto_map import THRESHOLD_ERROR, failed_items_fail_the_map, start_execution_speaks_boto
 
 RUN = "r20261126T0200"
@@ -104,9 +105,18 @@ class Script:
         return {"run_id": event["run_id"], "status": "failed"}
 
 
-def run(definition: dict[str, Any], script: Script) -> dict[str, Any]:
-    with failed_items_fail_the_map():  # as Step Functions does; moto's engine would let the Map succeed
-        return run_backfill_state_machine({}, definition=definition, dispatch={"reembed": script}, timeout_seconds=120)
+def run(definition: dict[str, Any], script: Script, *, settled: Callable[[], bool] | None = None) -> dict[str, Any]:
+    """The execution, ended; with ``settled``, moto stays up until it holds (child executions that outlive a failed
+    Map in moto finish against this test's script, not the next test's)."""
+    with (
+        failed_items_fail_the_map(),  # as Step Functions does; moto's engine would let the Map succeed
+        local_state_machine(definition=definition, dispatch={"reembed": script}) as machine,
+    ):
+        execution = machine.wait(machine.start({}), timeout_seconds=120)
+        deadline = time.monotonic() + 30
+        while settled is not None and not settled() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return execution
 
 
 def test_a_run_submits_polls_and_imports_every_manifest_then_finishes_until_switched(definition):
@@ -146,7 +156,7 @@ def test_a_failed_batch_job_fails_the_run_after_recording_it(definition):
     # executions of a failed Map Run; in moto they end on their own.)
     script.job_status = lambda manifest, check: "failed" if manifest == 1 else "completed"
 
-    execution = run(definition, script)
+    execution = run(definition, script, settled=lambda: "import" in script.actions(0))
 
     assert (execution["status"], execution["error"]) == ("FAILED", "ReembedFailed")
     [fail] = [c for c in script.calls if c["action"] == "fail"]
@@ -331,7 +341,6 @@ def run_backfill(
     """A backfill with nothing to do, the re-embed machine created in the same moto (unless None); the backfill's
     execution and the re-embed executions it started, each described once ended."""
     from rag.backfill.progress import StageResult, advance
-    from rag_local.state_machine import local_state_machine
 
     def nothing_to_do(event: dict[str, Any]) -> dict[str, Any]:
         return advance(event["previous"], StageResult(processed=0, failed=0, remaining=0)).as_dict()
