@@ -64,6 +64,10 @@ class StageConfig:
     embedding_provider: EmbeddingProvider = "bedrock"
     embedding_model: str = "amazon.titan-embed-text-v2:0"
     embedding_dimension: int = 1024
+    # Moving the corpus to another model (docs/reembedding.md): Titan V2 at this size (or reembed_model), through
+    # Bedrock's batch inference. Every function embeds in it once the database has switched.
+    reembed_model: str | None = None
+    reembed_dimension: int | None = None
     llm_provider: LlmProvider = "none"
     llm_model: str = "gpt-4o-mini"
     # /v1/ask's model with llm_provider bedrock: a model id, or a cross-Region inference profile id (us.anthropic...)
@@ -127,7 +131,7 @@ class StageConfig:
     # (3 such batches in a row end the stage for this execution: the other one finishes those documents).
     backfill_idle_wait_seconds: int = 30
     reembed_max_jobs: int = 10  # re-embedding's batch jobs in flight: within Bedrock's concurrent-job quota per model
-    reembed_reserved_concurrency: int = 2  # the re-embed Lambda's connections (its steps are short; imports queue)
+    reembed_reserved_concurrency: int = 2  # the re-embed Lambda's direct connections, from the admin headroom
 
     # --- operations -----------------------------------------------------------------------
     log_retention_days: int = 30
@@ -148,6 +152,8 @@ class StageConfig:
     def __post_init__(self) -> None:
         if self.embedding_provider == "bedrock" and self.embedding_dimension not in TITAN_V2_DIMENSIONS:
             raise ValueError(f"Titan V2 embeddings have {TITAN_V2_DIMENSIONS} dimensions, not {self.embedding_dimension}")
+        if self.reembed_model or self.reembed_dimension:
+            self._check_reembed_target()
         if self.reranker not in get_args(Reranker):
             raise ValueError(f"reranker must be one of {get_args(Reranker)}, not {self.reranker!r}")
         if self.reranker == "llm" and self.llm_provider != "openai":
@@ -212,10 +218,11 @@ class StageConfig:
             raise ValueError(
                 f"db_proxy_max_connections_percent must be within 1..100, not {self.db_proxy_max_connections_percent}"
             )
-        if self.db_max_connections - self.proxy_connection_budget < DB_ADMIN_HEADROOM:
+        if self.db_max_connections - self.proxy_connection_budget < DB_ADMIN_HEADROOM + self.direct_connections:
             raise ValueError(
                 f"the proxy's {self.proxy_connection_budget} of db_max_connections {self.db_max_connections} leave fewer than "
-                f"{DB_ADMIN_HEADROOM} connections for superusers, the migrator, the rotations and an operator"
+                f"{DB_ADMIN_HEADROOM + self.direct_connections} connections for superusers, the migrator, the rotations, "
+                f"an operator and the re-embedding ({self.direct_connections})"
             )
         for name in ("query_reserved_concurrency", "backfill_reserved_concurrency", "reembed_reserved_concurrency"):
             if getattr(self, name) < 1:
@@ -223,14 +230,13 @@ class StageConfig:
         if self.reserved_concurrency > self.proxy_connection_budget:
             raise ValueError(
                 f"reserved concurrency {self.reserved_concurrency} (query {self.query_reserved_concurrency} + ingest "
-                f"{self.ingest_max_concurrency} + {BACKFILL_FUNCTIONS} x backfill {self.backfill_reserved_concurrency} + re-embed "
-                f"{self.reembed_reserved_concurrency if self.reembeds_on_bedrock else 0}) exceeds "
+                f"{self.ingest_max_concurrency} + {BACKFILL_FUNCTIONS} x backfill {self.backfill_reserved_concurrency}) exceeds "
                 f"the proxy's {self.proxy_connection_budget} connections ({self.db_proxy_max_connections_percent}% of "
                 f"db_max_connections {self.db_max_connections}): one connection per warm Lambda"
             )
-        if self.reserved_concurrency > LAMBDA_ACCOUNT_CONCURRENCY - LAMBDA_UNRESERVED_MINIMUM:
+        if self.reserved_concurrency + self.direct_connections > LAMBDA_ACCOUNT_CONCURRENCY - LAMBDA_UNRESERVED_MINIMUM:
             raise ValueError(
-                f"reserved concurrency {self.reserved_concurrency} must leave Lambda's {LAMBDA_UNRESERVED_MINIMUM} unreserved "
+                f"reserved concurrency {self.reserved_concurrency + self.direct_connections} must leave Lambda's {LAMBDA_UNRESERVED_MINIMUM} unreserved "
                 f"of the default account quota {LAMBDA_ACCOUNT_CONCURRENCY}"
             )
 
@@ -251,8 +257,43 @@ class StageConfig:
             self.query_reserved_concurrency
             + self.ingest_reserved_concurrency
             + BACKFILL_FUNCTIONS * self.backfill_reserved_concurrency
-            + (self.reembed_reserved_concurrency if self.reembeds_on_bedrock else 0)
         )
+
+    @property
+    def direct_connections(self) -> int:
+        """Connections of the re-embed function, which connects as the schema's owner past the proxy (its DDL)."""
+        return self.reembed_reserved_concurrency if self.reembeds_on_bedrock else 0
+
+    def _check_reembed_target(self) -> None:
+        if self.embedding_provider != "bedrock":
+            raise ValueError("reembed_model/reembed_dimension move the corpus through Bedrock's batch inference:"
+                             " they need embedding_provider bedrock (elsewhere: rag reembed)")  # fmt: skip
+        if (
+            self.reembed_target_model == "amazon.titan-embed-text-v2:0"
+            and self.reembed_target_dimension not in TITAN_V2_DIMENSIONS
+        ):
+            raise ValueError(f"Titan V2 embeddings have {TITAN_V2_DIMENSIONS} dimensions, not {self.reembed_target_dimension}")
+        if (self.reembed_target_model, self.reembed_target_dimension) == (self.embedding_model, self.embedding_dimension):
+            raise ValueError("the re-embedding target is the embedding model itself: nothing to move")
+
+    @property
+    def reembed_target_model(self) -> str:
+        return self.reembed_model or self.embedding_model
+
+    @property
+    def reembed_target_dimension(self) -> int:
+        return self.reembed_dimension or self.embedding_dimension
+
+    @property
+    def reembed_environment(self) -> dict[str, str]:
+        """What names the target to every function (rag.settings_reembed), or nothing when no move is configured."""
+        if not (self.reembed_model or self.reembed_dimension):
+            return {}
+        return {
+            "RAG_REEMBED_PROVIDER": "bedrock",
+            "RAG_REEMBED_MODEL": self.reembed_target_model,
+            "RAG_REEMBED_DIMENSION": str(self.reembed_target_dimension),
+        }
 
     @property
     def reembeds_on_bedrock(self) -> bool:
@@ -333,6 +374,11 @@ def _coerce(key: str, hint: Any, value: Any) -> Any:
     if not isinstance(value, str):
         return tuple(value) if isinstance(value, list) else value
     args = get_args(hint)
+    if args and type(None) in args:  # an optional field: empty is None, anything else is its type's
+        if value == "":
+            return None
+        inner = [a for a in args if a is not type(None)]
+        return _coerce(key, inner[0], value) if len(inner) == 1 else value
     if hint is bool:
         if value.lower() not in ("true", "false"):
             raise ValueError(f"{key} must be true or false, not {value!r}")
@@ -345,6 +391,4 @@ def _coerce(key: str, hint: Any, value: Any) -> Any:
         return tuple(item.strip() for item in value.split(",") if item.strip())
     if hint == Mapping[str, str]:
         return json.loads(value)
-    if args and type(None) in args and value == "":
-        return None
     return value

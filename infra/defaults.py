@@ -84,6 +84,7 @@ def powertools_environment(service: str, config: StageConfig) -> dict[str, str]:
         "RAG_EMBEDDING_PROVIDER": config.embedding_provider,
         "RAG_EMBEDDING_MODEL": config.embedding_model,
         "RAG_EMBEDDING_DIMENSION": str(config.embedding_dimension),
+        **config.reembed_environment,
         "RAG_LLM_PROVIDER": config.llm_provider,
         "RAG_LLM_MODEL": config.llm_model,
         **({"RAG_BEDROCK_CHAT_MODEL": config.bedrock_chat_model} if config.llm_provider == "bedrock" else {}),

@@ -57,6 +57,8 @@ def grant_embedding_and_llm(scope: Construct, grantee: iam.IGrantable, config: S
     models = []
     if config.embedding_provider == "bedrock":
         models.append(config.embedding_model)
+        if config.reembed_target_model != config.embedding_model:  # embedded in once the database switched to it
+            models.append(config.reembed_target_model)
     if config.llm_provider == "bedrock":  # Converse is authorized as InvokeModel on the model
         models.append(config.bedrock_chat_model)
     for model_id in models:

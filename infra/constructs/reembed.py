@@ -11,6 +11,7 @@ embedding provider (infra/stack.py).
 from __future__ import annotations
 
 import aws_cdk as cdk
+from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_s3 as s3
@@ -18,8 +19,9 @@ from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from infra.constructs.reembed_state_machine import ReembedStateMachine, nag_region_account
-from infra.defaults import function_code, secure_bucket
+from infra.defaults import DATABASE_NAME, function_code, python_function, secure_bucket
 from infra.nag import acknowledge, logical_id
+from infra.permissions import grant_embedding_and_llm
 from infra.resources import AppResources
 
 # The key prefix of every run's manifests and results (rag.settings_sections.ReembedSettings.prefix, set explicitly).
@@ -35,7 +37,7 @@ class Reembed(Construct):
         config = resources.config
         stack = cdk.Stack.of(self)
         self.job_arns = f"arn:{stack.partition}:bedrock:{stack.region}:{stack.account}:model-invocation-job/*"
-        self.model_arn = f"arn:{stack.partition}:bedrock:{stack.region}::foundation-model/{config.embedding_model}"
+        self.model_arn = f"arn:{stack.partition}:bedrock:{stack.region}::foundation-model/{config.reembed_target_model}"
         # Unversioned: every run writes new keys under its own run id and never overwrites one; the objects are
         # rebuilt from the database by a new run and expire after OBJECT_DAYS, so versions would only keep copies.
         self.bucket = secure_bucket(
@@ -53,22 +55,7 @@ class Reembed(Construct):
             server_access_logs_prefix="reembed/",
         )
         self.service_role = self._service_role()
-        self.function = resources.app_function(
-            self,
-            "Function",
-            description="Re-embedding: manifests to Bedrock batch inference, its vectors into PostgreSQL, then the switch",
-            code=function_code("backfill"),
-            handler="handler.reembed_handler",
-            service="reembed",
-            memory_mb=config.backfill_memory_mb,
-            timeout=FUNCTION_TIMEOUT,
-            environment={
-                "RAG_REEMBED_BUCKET": self.bucket.bucket_name,
-                "RAG_REEMBED_PREFIX": PREFIX,
-                "RAG_REEMBED_ROLE_ARN": self.service_role.role_arn,
-            },
-            reserved_concurrency=config.reembed_reserved_concurrency,
-        )
+        self.function = self._function(resources)
         self._grant_function()
 
         machine = ReembedStateMachine(self, "Machine", function=self.function, max_concurrency=config.reembed_max_jobs)
@@ -77,6 +64,38 @@ class Reembed(Construct):
         log_group = machine.log_group.node.default_child
         assert isinstance(log_group, cdk.CfnResource)  # a LogGroup's default child is its AWS::Logs::LogGroup
         log_group.add_property_override("RetentionInDays", config.log_retention_days)
+
+    def _function(self, resources: AppResources) -> lambda_.Function:
+        """The re-embed Lambda, connecting as the schema's owner, directly, as the migrator does: its steps create
+        and drop indexes and swap columns, which only the owner may do (the functions' role reads and writes rows)."""
+        config, network, database = resources.config, resources.network, resources.database
+        security_group = ec2.SecurityGroup(self, "Sg", vpc=network.vpc, description="re-embedding: indexes and the switch")
+        database.allow_direct_access(security_group, "re-embedding's index builds and column swap")
+        function = python_function(
+            self,
+            "Function",
+            config=config,
+            description="Re-embedding: manifests to Bedrock batch inference, its vectors into PostgreSQL, then the switch",
+            code=function_code("backfill"),
+            handler="handler.reembed_handler",
+            service="reembed",
+            layer=resources.layer,
+            vpc=network.vpc,
+            security_group=security_group,
+            memory_mb=config.backfill_memory_mb,
+            timeout=FUNCTION_TIMEOUT,
+            environment={
+                "RAG_DATABASE_NAME": DATABASE_NAME,  # the admin secret names no database
+                "RAG_DATABASE_SECRET_ARN": database.secret.secret_arn,
+                "RAG_REEMBED_BUCKET": self.bucket.bucket_name,
+                "RAG_REEMBED_PREFIX": PREFIX,
+                "RAG_REEMBED_ROLE_ARN": self.service_role.role_arn,
+            },
+            reserved_concurrency=config.reembed_reserved_concurrency,
+        )
+        database.secret.grant_read(function)
+        grant_embedding_and_llm(self, function, config)  # the catch-up embeds online in the target model
+        return function
 
     def _service_role(self) -> iam.Role:
         """What Bedrock's batch jobs of this account run as: read the inputs, write the results, nothing else."""

@@ -41,19 +41,27 @@ def proxy_budget(result: Synthesized) -> tuple[int, int]:
 
 def test_every_function_behind_the_proxy_has_reserved_concurrency(stage: Synthesized) -> None:
     found = reserved(stage)
-    reembeds = stage.config.reembeds_on_bedrock  # the re-embed function, with Bedrock embeddings (constructs/reembed.py)
-    assert len(found) == 5 + reembeds  # ingest, query, three backfill stages (, re-embed)
+    assert len(found) == 5  # ingest, query, three backfill stages
     assert all(value >= 1 for value in found.values()), found
     by_prefix = {
-        prefix: value
-        for name, value in found.items()
-        for prefix in ("Query", "Ingest", "Backfill", "Reembed")
-        if name.startswith(prefix)
+        prefix: value for name, value in found.items() for prefix in ("Query", "Ingest", "Backfill") if name.startswith(prefix)
     }
-    assert by_prefix.get("Reembed") == (stage.config.reembed_reserved_concurrency if reembeds else None)
     assert by_prefix["Query"] == stage.config.query_reserved_concurrency
     assert by_prefix["Ingest"] == stage.config.ingest_max_concurrency
     assert by_prefix["Backfill"] == stage.config.backfill_reserved_concurrency
+
+
+def test_the_re_embed_function_connects_past_the_proxy_within_the_admin_headroom(stage: Synthesized) -> None:
+    """It runs the owner's DDL (index builds, the column swap): direct connections, as the migrator's, counted in the
+    headroom the proxy leaves, and bounded by its reserved concurrency."""
+    functions = {
+        name: props for name, props in stage.resources("AWS::Lambda::Function").items() if name.startswith("ReembedFunction")
+    }
+    assert len(functions) == stage.config.reembeds_on_bedrock
+    for props in (p["Properties"] for p in functions.values()):
+        assert props["ReservedConcurrentExecutions"] == stage.config.direct_connections == 2
+    max_connections, budget = proxy_budget(stage)
+    assert max_connections - budget >= DB_ADMIN_HEADROOM + stage.config.direct_connections
 
 
 def test_reserved_concurrency_fits_the_proxy_connection_budget(stage: Synthesized) -> None:
@@ -72,7 +80,7 @@ def test_the_numbers_of_the_capacity_section(dev: Synthesized, prod: Synthesized
     # db.t4g.micro: 1 GiB / 9531392 = 112 nominal, about 80 after RDS's own reservation; 80 x 80% = 64 for the proxy.
     assert rds_default_max_connections("t4g.micro") == 112
     assert proxy_budget(dev) == (80, 64)
-    assert sum(reserved(dev).values()) == 40 + 5 + 3 * 3 + 2 == 56  # + the re-embed function (Bedrock embeddings)
+    assert sum(reserved(dev).values()) == 40 + 5 + 3 * 3 == 54  # the re-embed function's 2 connect past the proxy
     assert rds_default_max_connections("m7g.large") == 901
     assert proxy_budget(prod) == (800, 640)
     assert sum(reserved(prod).values()) == 100 + 10 + 3 * 3 == 119
@@ -94,10 +102,11 @@ def test_both_stages_in_one_account_leave_lambdas_unreserved_minimum(dev: Synthe
 @pytest.mark.parametrize(
     ("stage_name", "overrides", "message"),
     [
-        ("dev", {"query_reserved_concurrency": "60"}, r"reserved concurrency 76 .* exceeds the proxy's 64 connections"),
+        ("dev", {"query_reserved_concurrency": "60"}, r"reserved concurrency 74 .* exceeds the proxy's 64 connections"),
         ("dev", {"ingest_max_concurrency": "30"}, "exceeds the proxy's 64"),
         ("dev", {"db_max_connections": "200"}, r"db_max_connections must be within 1..112 for db.t4g.micro"),
-        ("dev", {"db_proxy_max_connections_percent": "95"}, "leave fewer than 10 connections"),
+        ("dev", {"db_proxy_max_connections_percent": "95"}, r"leave fewer than 12 connections .* the re-embedding \(2\)"),
+        ("prod", {"db_proxy_max_connections_percent": "99"}, "leave fewer than 10 connections"),
         ("dev", {"query_reserved_concurrency": "0"}, "query_reserved_concurrency must be at least 1"),
         ("dev", {"backfill_reserved_concurrency": "0"}, "backfill_reserved_concurrency must be at least 1"),
         (

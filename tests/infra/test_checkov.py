@@ -75,7 +75,7 @@ SKIPPED: dict[str, str] = {
         "DatabaseAppSecret, the functions' "
         "role) are encrypted with the AWS managed key aws/secretsmanager; who may read them is decided by IAM: the RDS "
         "Proxy, the migrator and the rotation apps only "
-        "(test_only_the_proxy_and_the_migrator_read_the_database_secrets); a customer managed key would add a key "
+        "(test_only_the_proxy_and_the_maintenance_functions_read_the_database_secrets); a customer managed key would add a key "
         "policy but no reader less, in a single-account deployment"
     ),
     "CKV_AWS_157": (

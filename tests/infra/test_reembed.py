@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+
 from infra.constructs.reembed import OBJECT_DAYS, PREFIX
 from tests.infra.conftest import Synthesized, resolve_strings
 
@@ -96,16 +98,23 @@ def test_the_re_embed_function_may_run_jobs_of_the_model_as_the_service_role_and
     assert variables["RAG_REEMBED_BUCKET"] == {"Ref": bucket}
     assert variables["RAG_REEMBED_ROLE_ARN"] == {"Fn::GetAtt": [service_role, "Arn"]}
     assert variables["RAG_REEMBED_PREFIX"] == PREFIX
-    assert "RAG_DATABASE_IAM_URL" in variables and variables["RAG_EMBEDDING_MODEL"] == dev.config.embedding_model
-    # The backfill stage functions' code, layer and network.
+    assert variables["RAG_EMBEDDING_MODEL"] == dev.config.embedding_model
+    # The schema's owner, directly (its DDL): the admin secret and the database name, no IAM URL through the proxy.
+    assert "RAG_DATABASE_IAM_URL" not in variables and variables["RAG_DATABASE_NAME"] == "rag"
+    admin = next(name for name in dev.resources("AWS::SecretsManager::SecretTargetAttachment") if "App" not in name)
+    assert variables["RAG_DATABASE_SECRET_ARN"] == {"Ref": admin}
+    # The backfill stage functions' code, layer and runtime; a security group of its own, allowed to the instance.
     _, stage = named(dev, "AWS::Lambda::Function", "BackfillEmbedFunction")
-    for key in ("Code", "Layers", "VpcConfig", "Runtime", "MemorySize"):
+    for key in ("Code", "Layers", "Runtime", "MemorySize"):
         assert function[key] == stage[key], key
+    assert function["VpcConfig"]["SubnetIds"] == stage["VpcConfig"]["SubnetIds"]
+    assert function["VpcConfig"]["SecurityGroupIds"] != stage["VpcConfig"]["SecurityGroupIds"]
 
     role = function["Role"]["Fn::GetAtt"][0]
     statements = {as_text(s): s.get("Condition") for s in policy_of(dev, role)}
-    reembed = {k: v for k, v in statements.items() if not k[0][0].startswith(("logs:", "ec2:", "xray:", "rds-db:"))}
+    reembed = {k: v for k, v in statements.items() if not k[0][0].startswith(("logs:", "ec2:", "xray:"))}
     assert reembed == {
+        (("secretsmanager:GetSecretValue", "secretsmanager:DescribeSecret"), (f"<{admin}>",)): None,
         (("bedrock:InvokeModel",), (TITAN,)): None,  # every app function's: the configured embedding model
         (("bedrock:CreateModelInvocationJob",), (TITAN, JOBS)): None,
         (("bedrock:GetModelInvocationJob",), (JOBS,)): None,
@@ -175,3 +184,25 @@ def test_a_successful_backfill_starts_the_re_embed_machine_and_a_failed_start_do
     assert starts == [(("states:StartExecution",), (f"<{reembed}>",))]
     # Without the machine (OpenAI embeddings) a successful run ends at Done as before.
     assert machine_definition(prod, "BackfillMachine")["States"]["Any stage failed?"]["Default"] == "Done"
+
+
+def test_a_configured_target_names_itself_to_every_function_and_the_jobs_model_is_granted(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    from tests.infra.conftest import synthesize
+
+    moving = synthesize("dev", tmp_path_factory.mktemp("reembed-target"), {"reembed_dimension": "512"})
+    functions = {
+        name: f["Properties"] for name, f in moving.resources("AWS::Lambda::Function").items() if f["Properties"].get("Layers")
+    }
+    target = {
+        "RAG_REEMBED_PROVIDER": "bedrock",
+        "RAG_REEMBED_MODEL": "amazon.titan-embed-text-v2:0",
+        "RAG_REEMBED_DIMENSION": "512",
+    }
+    for name, props in functions.items():  # query, ingest, the stages, the migrator and the re-embedding
+        variables = props["Environment"]["Variables"]
+        assert {key: variables.get(key) for key in target} == target, name
+    assert len(functions) == 7
+    with pytest.raises(ValueError, match="nothing to move"):
+        synthesize("dev", tmp_path_factory.mktemp("reembed-same"), {"reembed_dimension": "1024"})

@@ -203,20 +203,22 @@ def test_proxy_requires_tls_and_iam_and_functions_connect_with_iam_tokens(stage:
         function_named(stage, "handler.lambda_handler", "S3 changes"),
         function_named(stage, "handler.lambda_handler", "HTTP API"),
         *(function_named(stage, f"handler.{s}_handler") for s in ("segment", "embed", "extract")),
-        *([function_named(stage, "handler.reembed_handler")] if reembed(stage) else []),
     ]
     for function in app_functions:
         variables = function["Environment"]["Variables"]
         assert resolve_strings(variables[IAM_URL_ENV]) == f"postgresql://{APP_USER}@<{proxy_name}>:5432/rag?sslmode=require"
-        assert "RAG_DATABASE_SECRET_ARN" not in variables  # no function but the migrator can read the password
+        assert "RAG_DATABASE_SECRET_ARN" not in variables  # no application function can read the password
+    if reembed(stage):  # a maintenance function, as the migrator: the owner's DDL (index builds, the column swap)
+        variables = function_named(stage, "handler.reembed_handler")["Environment"]["Variables"]
+        assert IAM_URL_ENV not in variables and "RAG_DATABASE_SECRET_ARN" in variables
     connects = [s for _, s in statements(stage) if s["Action"] == "rds-db:connect"]
-    assert len(connects) == 5 + reembed(stage)
+    assert len(connects) == 5
     for statement in connects:
         resource = resolve_strings(statement["Resource"])
         assert resource.startswith("arn:") and ":dbuser:" in resource and resource.endswith(f"/{APP_USER}")
 
 
-def test_only_the_proxy_and_the_migrator_read_the_database_secrets(stage: Synthesized) -> None:
+def test_only_the_proxy_and_the_maintenance_functions_read_the_database_secrets(stage: Synthesized) -> None:
     attachments = stage.resources("AWS::SecretsManager::SecretTargetAttachment")
     assert len(attachments) == 2  # the owner's and the functions' role, both with the instance's host and port
     for attachment in attachments:
@@ -226,8 +228,10 @@ def test_only_the_proxy_and_the_migrator_read_the_database_secrets(stage: Synthe
             if "secretsmanager:GetSecretValue" in as_list(statement["Action"])
             and resolve_strings(statement["Resource"]) == f"<{attachment}>"
         ]
-        # The proxy (to log in on the functions' behalf) and the migrator; the rotation apps bring their own.
-        assert sorted(name.split("Role")[0] for name in readers) == ["DatabaseProxyIAM", "MigrationsFunction"]
+        # The proxy (to log in on the functions' behalf), the migrator and the re-embedding (the owner's, for their
+        # DDL); the rotation apps bring their own.
+        owners = ["MigrationsFunction", *(["ReembedFunction"] if reembed(stage) and "App" not in attachment else [])]
+        assert sorted(name.split("Role")[0] for name in readers) == sorted(["DatabaseProxyIAM", *owners]), attachment
     assert len(stage.resources("AWS::SecretsManager::RotationSchedule")) == 2
 
 
