@@ -135,7 +135,12 @@ class Reembed(Construct):
         function.add_to_role_policy(
             iam.PolicyStatement(actions=["bedrock:CreateModelInvocationJob"], resources=[self.model_arn, self.job_arns])
         )
-        function.add_to_role_policy(iam.PolicyStatement(actions=["bedrock:GetModelInvocationJob"], resources=[self.job_arns]))
+        # Follow a job; stop the jobs of a failed run (they would go on, and bill).
+        function.add_to_role_policy(
+            iam.PolicyStatement(
+                actions=["bedrock:GetModelInvocationJob", "bedrock:StopModelInvocationJob"], resources=[self.job_arns]
+            )
+        )
         function.add_to_role_policy(
             iam.PolicyStatement(
                 actions=["iam:PassRole"],

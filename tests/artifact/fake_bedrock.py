@@ -10,7 +10,7 @@ And it is Bedrock's control plane for batch inference (``AWS_ENDPOINT_URL_BEDROC
 (CreateModelInvocationJob) reads the manifest from S3 (``s3``, moto's client), writes the result lines and
 ``manifest.json.out`` where Bedrock writes them (``<output s3Uri><job id>/<file>.out``) and answers the job's ARN,
 the same ARN again for a request token it has seen; ``GET /model-invocation-job/<id or ARN>``
-(GetModelInvocationJob) answers InProgress once, then Completed.
+(GetModelInvocationJob) answers InProgress once, then Completed; ``POST .../stop`` (StopModelInvocationJob) stops it.
 """
 
 from __future__ import annotations
@@ -50,10 +50,21 @@ class FakeBedrock:
                     self._send(404, {"message": f"no job {job_id}"}, "ResourceNotFoundException")
                     return
                 job["polls"] -= 1
-                self._send(200, {**job["response"], "status": "InProgress" if job["polls"] >= 0 else "Completed"})
+                status = job.get("stopped") or ("InProgress" if job["polls"] >= 0 else "Completed")
+                self._send(200, {**job["response"], "status": status})
 
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])) or b"{}")
+                if self.path.startswith("/model-invocation-job/") and self.path.endswith("/stop"):
+                    job_id = unquote(self.path.removesuffix("/stop")).rpartition("/")[2]
+                    fake.requests.append({"model": None, "operation": "stop-job", "body": {"job": job_id}, "auth": None})
+                    job = fake.jobs.get(job_id)
+                    if job is None:
+                        self._send(404, {"message": f"no job {job_id}"}, "ResourceNotFoundException")
+                        return
+                    job["response"]["status"] = job["stopped"] = "Stopped"
+                    self._send(200, {})
+                    return
                 if self.path == "/model-invocation-job":
                     fake.requests.append({"model": body.get("modelId"), "operation": "create-job", "body": body,
                                           "auth": self.headers.get("Authorization")})  # fmt: skip

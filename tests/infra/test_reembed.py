@@ -117,7 +117,7 @@ def test_the_re_embed_function_may_run_jobs_of_the_model_as_the_service_role_and
         (("secretsmanager:GetSecretValue", "secretsmanager:DescribeSecret"), (f"<{admin}>",)): None,
         (("bedrock:InvokeModel",), (TITAN,)): None,  # every app function's: the configured embedding model
         (("bedrock:CreateModelInvocationJob",), (TITAN, JOBS)): None,
-        (("bedrock:GetModelInvocationJob",), (JOBS,)): None,
+        (("bedrock:GetModelInvocationJob", "bedrock:StopModelInvocationJob"), (JOBS,)): None,
         (("iam:PassRole",), (f"<{service_role}>",)): {"StringEquals": {"iam:PassedToService": "bedrock.amazonaws.com"}},
         (("s3:GetObject", "s3:PutObject"), (f"<{bucket}>/{PREFIX}*",)): None,
         (("s3:ListBucket",), (f"<{bucket}>",)): {"StringLike": {"s3:prefix": [f"{PREFIX}*"]}},

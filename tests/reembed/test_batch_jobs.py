@@ -179,6 +179,21 @@ def test_state_errors_are_embedding_errors_too() -> None:
     assert throttled.value.transient is True and missing.value.transient is False
 
 
+def test_stop_asks_bedrock_to_stop_the_job_and_leaves_one_that_ended_alone() -> None:
+    jobs, stub = stubbed()
+    stub.add_response("stop_model_invocation_job", {}, {"jobIdentifier": JOB_ARN})
+    stub.add_client_error("stop_model_invocation_job", service_error_code="ValidationException", http_status_code=400,
+                          service_message="the job is Completed")  # fmt: skip
+    stub.add_client_error("stop_model_invocation_job", service_error_code="ThrottlingException", http_status_code=429)
+    with stub:
+        jobs.stop(JOB_ARN)
+        jobs.stop(JOB_ARN)  # ended already: nothing to stop, no error
+        with pytest.raises(EmbeddingError) as throttled:
+            jobs.stop(JOB_ARN)
+        stub.assert_no_pending_responses()
+    assert throttled.value.transient is True
+
+
 def result(n: int, vector: list[float]) -> str:
     return json.dumps(
         {

@@ -95,3 +95,27 @@ def test_a_run_through_bedrock_batch_jobs_switches_to_titan(conn: Any, own_datab
     assert models(conn, "chunks") == {TARGET: conn.execute("SELECT count(*) FROM chunks").fetchone()[0]}
     assert active_embedder(conn, moving).model_id == TARGET
     assert models(conn, "chunks", "embedding_alt_model") == {SOURCE: conn.execute("SELECT count(*) FROM chunks").fetchone()[0]}
+
+
+def test_a_failed_run_stops_its_jobs_still_running(conn: Any, own_database: str, aws: Any, tmp_path: Path) -> None:
+    from rag.embedding import get_embedder
+
+    source = get_embedder(Settings(embedding_provider="local"))
+    for project in ("orion", "atlas"):
+        ingest(conn, SCANNER_SYNC, source, project)
+        ingest(conn, BUDGET_REVIEW, source, project)
+    moving = Settings(
+        database_url=own_database, embedding_provider="local", reembed_provider="bedrock", reembed_dimension=512,
+        reembed_bucket=BUCKET, reembed_manifest_records=100, reembed_role_arn="arn:aws:iam::123456789012:role/r",
+    )  # fmt: skip
+    jobs, store = steps.jobs_for(moving)
+    planned = steps.run_step(conn, moving, jobs, store, {"action": "plan"})
+    submitted = steps.run_step(conn, moving, jobs, store, {"action": "submit", **planned["manifests"][0]})
+    failed = steps.run_step(conn, moving, jobs, store, {"action": "fail", "run_id": planned["run_id"], "error": "boom"})
+    assert failed == {"run_id": planned["run_id"], "status": "failed", "jobs_stopped": 1}
+    stopped = [r["body"]["job"] for r in aws.requests if r["operation"] == "stop-job"]
+    assert stopped == [submitted["job_arn"].rpartition("/")[2]]
+    assert jobs.state(submitted["job_arn"]).status == "failed"  # Stopped
+    assert active_model(conn) == (SOURCE, 384)  # the database stays in its model
+    # The machine's failure path when the plan itself failed: no run to record.
+    assert steps.run_step(conn, moving, jobs, store, {"action": "fail", "run_id": None, "error": "x"})["run_id"] is None

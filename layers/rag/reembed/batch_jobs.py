@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -45,6 +46,8 @@ _TRANSIENT_ERRORS = ("ThrottlingException", "ServiceQuotaExceededException", "To
 JOB_NAME_LIMIT = 63
 _NOT_IN_JOB_NAME = re.compile(r"[^a-zA-Z0-9]+")
 
+logger = logging.getLogger(__name__)
+
 
 @dataclass(frozen=True)
 class JobState:
@@ -61,6 +64,10 @@ class BatchJobs(Protocol):
 
     def output_lines(self, run_id: str, manifest: int, job_arn: str) -> Iterator[str]:
         """Every result line of the job, in no particular order."""
+        ...
+
+    def stop(self, job_arn: str) -> None:
+        """Stop a job that is still running (a failed run's); a job that ended already is left alone."""
         ...
 
 
@@ -177,6 +184,15 @@ class BedrockBatchJobs:
         folder = f"{output_prefix(self.settings.reembed.prefix, run_id, manifest)}{job_id(job_arn)}/"
         return _result_lines(self.store, folder)
 
+    def stop(self, job_arn: str) -> None:
+        """Stop a job of a failed run (it would go on, and bill); one that already ended is left as it is."""
+        try:
+            self._call("stop_model_invocation_job", jobIdentifier=job_arn)
+        except EmbeddingError as exc:
+            if exc.transient:
+                raise
+            logger.info("batch job not stopped: %s", exc)  # ended already (ValidationException), or gone
+
     def _call(self, operation: str, **params: Any) -> dict[str, Any]:
         from botocore.exceptions import BotoCoreError, ClientError
 
@@ -217,6 +233,9 @@ class LocalBatchJobs:
 
     def state(self, job_arn: str) -> JobState:
         return JobState("completed")
+
+    def stop(self, job_arn: str) -> None:
+        """Nothing to stop: the local engine is done by the time submit returns."""
 
     def output_lines(self, run_id: str, manifest: int, job_arn: str) -> Iterator[str]:
         return _result_lines(self.store, f"{output_prefix(self.settings.reembed.prefix, run_id, manifest)}{job_id(job_arn)}/")

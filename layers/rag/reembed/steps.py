@@ -39,9 +39,9 @@ def run_step(
     action = event.get("action")
     if action == "plan":
         return plan(conn, settings)
-    run_id = _text(event, "run_id")
     if action == "fail":
-        return fail(conn, run_id, str(event.get("error") or "the run failed"))
+        return fail_run(conn, jobs, event.get("run_id"), str(event.get("error") or "the run failed"))
+    run_id = _text(event, "run_id")
     if action == "finish":
         return finish(conn, settings, run_id)
     manifest = _number(event, "manifest")
@@ -58,6 +58,23 @@ def run_step(
     if action == "import":
         return import_results(conn, settings, jobs, store, run_id, manifest, job_arn)
     raise ReembedError(f"unknown action {action!r}: expected plan, submit, check, import, finish or fail")
+
+
+def fail_run(conn: psycopg.Connection, jobs: BatchJobs, run_id: Any, error: str) -> dict[str, Any]:
+    """Record the run as failed and stop its jobs still running (they would go on, and bill). A plan that failed
+    has no run (``run_id`` null): nothing to record."""
+    if not isinstance(run_id, str) or not run_id:
+        logger.warning("re-embedding failed before it had a run", extra={"error": error})
+        return {"run_id": None, "status": "failed"}
+    result = fail(conn, run_id, error)
+    running = conn.execute(
+        "SELECT job_arn FROM reembed_manifests WHERE run_id = %s AND state = 'submitted' AND job_arn IS NOT NULL",
+        (run_id,),
+    ).fetchall()
+    for (job_arn,) in running:
+        jobs.stop(job_arn)
+    logger.warning("re-embedding failed", extra={"run_id": run_id, "error": error, "jobs_stopped": len(running)})
+    return {**result, "jobs_stopped": len(running)}
 
 
 def _text(event: dict[str, Any], key: str) -> str:
