@@ -78,6 +78,7 @@ class MeetingRagStack(cdk.Stack):
             ingest_queue=self.ingest.queue,
             database=self.database,
             backfill_schedule=self.backfill.schedule,
+            reembed_machine=self.reembed.state_machine if self.reembed else None,
         )
 
         self.uploaders = self._tenant_uploaders(config)

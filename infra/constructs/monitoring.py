@@ -35,6 +35,7 @@ from infra.constructs.backfill_alarms import BackfillAlarms, backfill_alarms, ba
 from infra.constructs.database import Database
 from infra.constructs.database_alarms import DatabaseAlarms, database_alarms
 from infra.constructs.ingest_alarms import dead_letters_alarm, ingest_queue_age_alarm
+from infra.constructs.reembed_alarms import reembed_alarms
 from infra.constructs.service_alarms import api_alarms, lambda_alarms
 
 __all__ = ["ALARM_EMAIL_REQUIRED", "Monitoring", "backfill_warm_up_minutes"]
@@ -58,6 +59,7 @@ class Monitoring(Construct):
         ingest_queue: sqs.IQueue,
         database: Database,
         backfill_schedule: events.IRule | None = None,
+        reembed_machine: sfn.IStateMachine | None = None,
     ) -> None:
         super().__init__(scope, id)
         self.topic = self._topic(config)
@@ -82,6 +84,8 @@ class Monitoring(Construct):
             self.backfill_not_succeeding = backfill.not_succeeding
         if backfill.schedule_failed is not None:
             self.backfill_schedule_failed = backfill.schedule_failed
+        if reembed_machine is not None:
+            self.reembed_failed, self.reembed_timed_out = reembed_alarms(alarms, reembed_machine)
         latency_metrics, error_metrics = api_alarms(alarms, config, apis, functions)
         self.dashboard = self._dashboard(
             config, functions, state_machine, (latency_metrics, error_metrics), (dead_letters.metric, queue_age.metric),

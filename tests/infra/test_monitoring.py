@@ -171,6 +171,23 @@ def test_backfill_failed_timed_out_and_the_schedule(stage: Synthesized) -> None:
     ]
 
 
+def test_a_failed_or_timed_out_re_embedding_alarms_where_the_stage_re_embeds(stage: Synthesized) -> None:
+    names = {"ReembedFailed", "ReembedTimedOut"}
+    found = {name for name in names if any(re.fullmatch(f"Monitoring{name}[0-9A-F]{{8}}", n) for n in alarms(stage))}
+    assert found == (names if stage.config.reembeds_on_bedrock else set())
+    if not found:
+        return
+    machine = [{"Name": "StateMachineArn", "Value": {"Ref": logical_id(stage, "AWS::StepFunctions::StateMachine", "Reembed")}}]
+    failed, timed_out = alarm(stage, "ReembedFailed"), alarm(stage, "ReembedTimedOut")
+    assert metric(failed) == ("AWS/States", "ExecutionsFailed", "Sum", "GreaterThanOrEqualToThreshold", 1, 1, 300)
+    assert metric(timed_out) == ("AWS/States", "ExecutionsTimedOut", "Sum", "GreaterThanOrEqualToThreshold", 1, 1, 300)
+    assert failed["Dimensions"] == timed_out["Dimensions"] == machine
+    for props in (failed, timed_out):
+        lines = resolve_strings(props["AlarmDescription"]).splitlines()
+        assert len(lines) >= 3 and "infra/README.md" in lines[-1]
+        assert deployed_length(props["AlarmDescription"]) <= 1024
+
+
 def test_backfill_that_stops_succeeding_alarms_where_the_schedule_runs(dev: Synthesized, prod: Synthesized) -> None:
     assert prod.config.backfill_schedule_enabled and not dev.config.backfill_schedule_enabled
     stuck = alarm(prod, "BackfillNotSucceeding")
