@@ -28,7 +28,7 @@ FIXTURES = Path(__file__).parent / "fixtures"
 # CDK synthesis and the policy scanners, moto's Step Functions engine, servers on sockets.
 SLOW_PATHS = (
     "infra/", "backfill/test_state_machine.py", "backfill/test_handler.py", "ask/test_mcp.py", "api/test_rerank.py",
-    "local/test_api_server_limits.py", "ask/test_cli.py",
+    "local/test_api_server_limits.py", "ask/test_cli.py", "reembed/test_state_machine.py", "reembed/test_bedrock_run.py",
 )  # fmt: skip
 
 
