@@ -10,7 +10,7 @@ from cdk_nag import AwsSolutionsChecks
 from constructs import Construct
 
 from infra.api_access import PLACEHOLDER_ISSUER
-from infra.config import StageConfig, stage_config
+from infra.config import StageConfig
 from infra.constructs.backfill import Backfill
 from infra.constructs.database import Database
 from infra.constructs.deletion_protection import DeletionProtection
@@ -23,6 +23,7 @@ from infra.constructs.query_api import QueryApi
 from infra.constructs.reembed import Reembed
 from infra.constructs.tenant_uploader import TenantUploader
 from infra.resources import AppResources
+from infra.stages import stage_config
 
 DEFAULT_STAGE = "dev"
 # Feature flags this app relies on (set before any construct exists).

@@ -363,8 +363,8 @@ def set_up_aws(services: Services) -> None:
     """The stack's AWS side in moto: the versioned documents bucket notifying the ingest queue (with its DLQ)
     for both key prefixes, the database's two secrets, the OpenAI key's secret and the backfill state machine
     (a stand-in: the stage functions are invoked by the tests, its executions stay RUNNING)."""
-    from infra.config import STAGES
     from infra.constructs.ingest import DOCUMENT_PREFIXES
+    from infra.stages import STAGES
 
     s3, sqs, secretsmanager = services.client("s3"), services.client("sqs"), services.client("secretsmanager")
     services.bucket = f"meeting-rag-documents-{uuid.uuid4().hex[:8]}"

@@ -12,8 +12,9 @@ import pytest
 from aws_cdk.assertions import Template
 
 from infra import node as _node  # noqa: F401  (JSII_NODE before aws_cdk)
-from infra.config import STAGES, StageConfig
+from infra.config import StageConfig
 from infra.stack import MeetingRagStack, build
+from infra.stages import STAGES
 
 # CDK's own switch: assets are not bundled (no pip per synth); their hashes come from the sources.
 SKIP_BUNDLING = {"aws:cdk:bundling-stacks": []}

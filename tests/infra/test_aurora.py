@@ -12,9 +12,10 @@ from typing import Any
 
 import pytest
 
-from infra.config import DB_ADMIN_HEADROOM, stage_config
+from infra.config import DB_ADMIN_HEADROOM
 from infra.constructs.aurora import AURORA_POSTGRES_VERSION
 from infra.db_capacity import aurora_default_max_connections
+from infra.stages import stage_config
 from rag.store.connection import IAM_URL_ENV
 from rag.store.migrations import MIN_VECTOR_VERSION
 from tests.infra import (

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from infra.config import stage_config
 from infra.constructs.backfill_state_machine import MAX_BATCH_SIZE, MAX_ITERATIONS, STAGES
+from infra.stages import stage_config
 from tests.infra.conftest import Synthesized, resolve_strings
 
 

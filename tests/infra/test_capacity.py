@@ -7,13 +7,9 @@ from typing import Any
 
 import pytest
 
-from infra.config import (
-    DB_ADMIN_HEADROOM,
-    LAMBDA_ACCOUNT_CONCURRENCY,
-    LAMBDA_UNRESERVED_MINIMUM,
-    stage_config,
-)
+from infra.config import DB_ADMIN_HEADROOM, LAMBDA_ACCOUNT_CONCURRENCY, LAMBDA_UNRESERVED_MINIMUM
 from infra.db_capacity import rds_default_max_connections
+from infra.stages import stage_config
 from rag.store.connection import IAM_URL_ENV
 from tests.infra.conftest import Synthesized
 

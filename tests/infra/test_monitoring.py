@@ -14,9 +14,9 @@ import aws_cdk as cdk
 import pytest
 from aws_cdk.assertions import Annotations, Match
 
-from infra.config import stage_config
 from infra.constructs import monitoring
 from infra.stack import build
+from infra.stages import stage_config
 from tests.conftest import REPO_ROOT
 from tests.infra.conftest import SKIP_BUNDLING, Synthesized, resolve_strings
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from infra.config import STAGES, stage_config
+from infra.stages import STAGES, stage_config
 from rag.config import Settings
 from tests.infra.conftest import SKIP_BUNDLING, Synthesized
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from infra.api_access import PLACEHOLDER_ISSUER
-from infra.config import stage_config
+from infra.stages import stage_config
 from tests.infra.conftest import Synthesized, resolve_strings, synthesize
 from tests.infra.test_cfn_lint import IGNORED_CHECKS, lint, template_of
 from tests.infra.test_security import PUBLIC_ROUTES, as_list, function_named, statements
