@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from rag.ask.answer_types import asked_for, share_held
 from rag.ask.citations import Passage
 from rag.ask.search_tools import search_hits
 from rag.ask.sentences import sentence_spans
@@ -108,6 +109,10 @@ def extractive_answer(ctx: ToolContext, question: str) -> tuple[str, int]:
     vectors = ctx.embedder.embed([search_text(query) or query] + [s.text for s in candidates])
     query_vector, sentence_vectors = vectors[0], vectors[1:]
     scores = [sum(a * b for a, b in zip(query_vector, v)) / ((_norm(query_vector) * _norm(v)) or 1.0) for v in sentence_vectors]
+    kinds = asked_for(question)
+    if kinds:  # "when ...?": a sentence with a date in it first, among near-equals (rag.ask.answer_types)
+        bonus = ctx.settings.ask.answer_type_bonus
+        scores = [score + bonus * share_held(s.text, kinds, s.speaker) for score, s in zip(scores, candidates)]
     order = sorted(range(len(candidates)), key=lambda i: (-scores[i], candidates[i].hit_rank))
     chosen: list[int] = []
     per_hit: dict[int, int] = {}
