@@ -77,3 +77,24 @@ def exact_top10(conn, queries) -> dict[str, list[set[int]]]:
         exact[label] = [set(kept[key]) for key in keys]
         print(f"exact top 10 at {label}: ready", flush=True)
     return exact
+
+
+# One short sentence as every synthetic chunk's text: the vectors are what a load benchmark measures.
+SYNTHETIC_TEXT = "Maya: we agreed to ship the rechargeable battery on both models and keep the backlight for premium."
+
+
+def synthetic_loads(vectors, doc_chunks: int = 1000, project: str = "p") -> list:
+    """Documents of ``doc_chunks`` chunks each holding ``vectors`` in order, for ``rag.store.bulk.bulk_load``."""
+    from rag.parsing.model import Chunk, ParsedDocument
+    from rag.store import documents as repo
+    from rag.store.bulk import DocumentLoad
+
+    text, loads = SYNTHETIC_TEXT, []
+    for start in range(0, len(vectors), doc_chunks):
+        count = min(doc_chunks, len(vectors) - start)
+        chunks = [Chunk(index=i, text=text, start_char=0, end_char=len(text), token_count=20) for i in range(count)]
+        key = f"projects/{project}/{start}.txt"
+        source = repo.SourceObject("bench", project, "bench", key, content_sha256=str(start))
+        parsed = ParsedDocument(kind="document", format="text", text=text)
+        loads.append(DocumentLoad(source, repo.DocumentFields(), parsed, chunks, vectors[start : start + count]))
+    return loads

@@ -26,21 +26,17 @@ import numpy as np
 import psycopg
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import bench_database  # noqa: E402
+from common import bench_database, synthetic_loads  # noqa: E402
 from rag.config import REPO_ROOT, Settings  # noqa: E402
-from rag.parsing.model import Chunk, ParsedDocument  # noqa: E402
 from rag.reembed import steps, switch  # noqa: E402
 from rag.reembed.batch_jobs import LocalBatchJobs  # noqa: E402
 from rag.reembed.storage import LocalManifestStore  # noqa: E402
-from rag.store import documents as repo  # noqa: E402
-from rag.store.bulk import DocumentLoad, bulk_load  # noqa: E402
+from rag.store.bulk import bulk_load  # noqa: E402
 from rag.store.connection import connect  # noqa: E402
 from rag.store.migrations import migrate  # noqa: E402
 
 SOURCE = "local/all-MiniLM-L6-v2"
 DIMENSION = 384
-TEXT = "Maya: we agreed to ship the rechargeable battery on both models and keep the backlight for premium."
-DOC_CHUNKS = 1000
 
 
 class ClusteredEmbedder:
@@ -64,15 +60,7 @@ class ClusteredEmbedder:
 
 
 def load(conn: psycopg.Connection, n: int) -> None:
-    vectors = ClusteredEmbedder(1).embed([""] * n)
-    loads = []
-    for start in range(0, n, DOC_CHUNKS):
-        count = min(DOC_CHUNKS, n - start)
-        chunks = [Chunk(index=i, text=TEXT, start_char=0, end_char=len(TEXT), token_count=20) for i in range(count)]
-        source = repo.SourceObject("bench", "p", "bench", f"projects/p/{start}.txt", content_sha256=str(start))
-        parsed = ParsedDocument(kind="document", format="text", text=TEXT)
-        loads.append(DocumentLoad(source, repo.DocumentFields(), parsed, chunks, vectors[start : start + count]))
-    bulk_load(conn, loads, SOURCE, DIMENSION, maintenance_work_mem="1GB")
+    bulk_load(conn, synthetic_loads(ClusteredEmbedder(1).embed([""] * n)), SOURCE, DIMENSION, maintenance_work_mem="1GB")
     conn.execute("ANALYZE chunks")
 
 

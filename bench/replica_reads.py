@@ -34,14 +34,12 @@ import psycopg
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from write_path import clustered_vectors  # noqa: E402
 
+from common import synthetic_loads  # noqa: E402
 from rag.config import Settings  # noqa: E402
-from rag.parsing.model import Chunk, ParsedDocument  # noqa: E402
-from rag.store import documents as repo  # noqa: E402
-from rag.store.bulk import DocumentLoad, bulk_load  # noqa: E402
+from rag.store.bulk import bulk_load  # noqa: E402
 from rag_local.replica import replicated_servers, wait_for_replay  # noqa: E402
 
 MODEL, DIM, DOC_CHUNKS = "local/all-MiniLM-L6-v2", 384, 1000
-TEXT = "Maya: we agreed to ship the rechargeable battery on both models and keep the backlight for premium."
 
 
 class FixedEmbedder:
@@ -57,14 +55,7 @@ class FixedEmbedder:
 
 
 def load(url: str, n: int) -> None:
-    vectors = clustered_vectors(n, DIM, seed=42)
-    loads = []
-    for start in range(0, n, DOC_CHUNKS):
-        count = min(DOC_CHUNKS, n - start)
-        chunks = [Chunk(index=i, text=TEXT, start_char=0, end_char=len(TEXT), token_count=20) for i in range(count)]
-        source = repo.SourceObject("bench", "p", "bench", f"projects/p/{start}.txt", content_sha256=str(start))
-        parsed = ParsedDocument(kind="document", format="text", text=TEXT)
-        loads.append(DocumentLoad(source, repo.DocumentFields(), parsed, chunks, vectors[start : start + count]))
+    loads = synthetic_loads(clustered_vectors(n, DIM, seed=42), DOC_CHUNKS)
     with psycopg.connect(url, autocommit=True) as conn:
         from pgvector.psycopg import register_vector
 
