@@ -590,6 +590,18 @@ class Stack:
                 )
 
 
+def migration_properties(stack: Stack) -> dict[str, Any]:
+    """What CloudFormation sends the migrator's custom resource (its properties but the provider's token)."""
+    properties = stack.artifacts.resource_properties("Custom::MeetingRagMigrations")
+    return {key: value for key, value in properties.items() if key != "ServiceToken"}
+
+
+def create_schema(stack: Stack) -> None:
+    """The deploy's migration: the custom resource's Create through the migrator function."""
+    with stack.function("migrate") as migrate:
+        migrate.invoke(cloudformation_event("Create", migration_properties(stack))).value()
+
+
 # --- events, in the shapes AWS sends them --------------------------------------------------------------------------
 
 

@@ -24,6 +24,7 @@ from tests.artifact.harness import (
     http_event,
     load_event,
     mcp_event,
+    migration_properties,
     receive_all,
     sqs_event,
 )
@@ -70,9 +71,7 @@ def documents(stack: Stack) -> dict[str, tuple[str, str | None, int]]:
 @pytest.fixture(scope="module")
 def migrations(stack: Stack) -> dict[str, Invocation]:
     """The custom resource's Create, then an Update with the same properties, then build-indexes for a dropped index."""
-    properties = {
-        k: v for k, v in stack.artifacts.resource_properties("Custom::MeetingRagMigrations").items() if k != "ServiceToken"
-    }
+    properties = migration_properties(stack)
     with stack.function("migrate") as migrate:
         created = migrate.invoke(cloudformation_event("Create", properties))
         updated = migrate.invoke(cloudformation_event("Update", properties, old=properties))

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.artifact.harness import Invocation, Stack, cloudformation_event, receive_all, sqs_event
+from tests.artifact.harness import Invocation, Stack, create_schema, receive_all, sqs_event
 
 pytestmark = pytest.mark.slow
 
@@ -28,11 +28,7 @@ DOCUMENT_LIBRARIES = {"pypdf", "docx", "lxml"}
 
 @pytest.fixture(scope="module")
 def ingested(stack: Stack) -> tuple[Invocation, dict[str, Any], list[tuple[Any, ...]]]:
-    properties = {
-        k: v for k, v in stack.artifacts.resource_properties("Custom::MeetingRagMigrations").items() if k != "ServiceToken"
-    }
-    with stack.function("migrate") as migrate:
-        migrate.invoke(cloudformation_event("Create", properties)).value()
+    create_schema(stack)
     services = stack.services
     s3 = services.client("s3")
     for key, data in UPLOADS.items():

@@ -17,7 +17,7 @@ from tests.artifact.harness import (
     Invocation,
     Stack,
     build_artifacts,
-    cloudformation_event,
+    create_schema,
     receive_all,
     sqs_event,
 )  # fmt: skip
@@ -45,11 +45,7 @@ def artifacts(tmp_path_factory: pytest.TempPathFactory) -> Artifacts:
 
 @pytest.fixture(scope="module")
 def moved(stack: Stack) -> dict[str, Any]:
-    properties = {
-        k: v for k, v in stack.artifacts.resource_properties("Custom::MeetingRagMigrations").items() if k != "ServiceToken"
-    }
-    with stack.function("migrate") as migrate:
-        migrate.invoke(cloudformation_event("Create", properties)).value()
+    create_schema(stack)
     services = stack.services
     s3 = services.client("s3")
     for key, path in UPLOADS.items():
