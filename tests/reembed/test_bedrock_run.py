@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import socket
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import boto3
@@ -49,18 +48,23 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
         moto.stop()
 
 
-def test_a_run_through_bedrock_batch_jobs_switches_to_titan(conn: Any, own_database: str, aws: Any, tmp_path: Path) -> None:
+@pytest.fixture
+def moving(conn: Any, own_database: str) -> Settings:
+    """A corpus of the local model, and settings moving it to Titan V2 at 512 d through the bucket's batch jobs."""
     from rag.embedding import get_embedder
 
     source = get_embedder(Settings(embedding_provider="local"))
     for project in ("orion", "atlas"):
         ingest(conn, SCANNER_SYNC, source, project)
         ingest(conn, BUDGET_REVIEW, source, project)
-    moving = Settings(
+    return Settings(
         database_url=own_database, embedding_provider="local", llm_provider="none", reembed_provider="bedrock",
         reembed_dimension=512, reembed_bucket=BUCKET, reembed_manifest_records=100,
         reembed_role_arn="arn:aws:iam::123456789012:role/meeting-rag-reembed",
     )  # fmt: skip
+
+
+def test_a_run_through_bedrock_batch_jobs_switches_to_titan(conn: Any, aws: Any, moving: Settings) -> None:
     jobs, store = steps.jobs_for(moving)
     assert type(jobs).__name__ == "BedrockBatchJobs"
 
@@ -97,17 +101,7 @@ def test_a_run_through_bedrock_batch_jobs_switches_to_titan(conn: Any, own_datab
     assert models(conn, "chunks", "embedding_alt_model") == {SOURCE: conn.execute("SELECT count(*) FROM chunks").fetchone()[0]}
 
 
-def test_a_failed_run_stops_its_jobs_still_running(conn: Any, own_database: str, aws: Any, tmp_path: Path) -> None:
-    from rag.embedding import get_embedder
-
-    source = get_embedder(Settings(embedding_provider="local"))
-    for project in ("orion", "atlas"):
-        ingest(conn, SCANNER_SYNC, source, project)
-        ingest(conn, BUDGET_REVIEW, source, project)
-    moving = Settings(
-        database_url=own_database, embedding_provider="local", reembed_provider="bedrock", reembed_dimension=512,
-        reembed_bucket=BUCKET, reembed_manifest_records=100, reembed_role_arn="arn:aws:iam::123456789012:role/r",
-    )  # fmt: skip
+def test_a_failed_run_stops_its_jobs_still_running(conn: Any, aws: Any, moving: Settings) -> None:
     jobs, store = steps.jobs_for(moving)
     planned = steps.run_step(conn, moving, jobs, store, {"action": "plan"})
     submitted = steps.run_step(conn, moving, jobs, store, {"action": "submit", **planned["manifests"][0]})
