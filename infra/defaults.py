@@ -13,6 +13,7 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_rds as rds
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sqs as sqs
+from aws_cdk import aws_stepfunctions as sfn
 
 from infra.config import StageConfig
 from infra.nag import acknowledge
@@ -172,3 +173,18 @@ def secure_bucket(scope: Any, id: str, config: StageConfig, **overrides: Any) ->
 def secure_queue(scope: Any, id: str, **props: Any) -> sqs.Queue:
     """SSE with SQS-managed keys and TLS-only access."""
     return sqs.Queue(scope, id, encryption=sqs.QueueEncryption.SQS_MANAGED, enforce_ssl=True, **props)
+
+
+def logged_state_machine(scope: Any, start: sfn.IChainable, timeout: cdk.Duration) -> tuple[logs.LogGroup, sfn.StateMachine]:
+    """A state machine from ``start`` with X-Ray tracing and every event logged, with its input and output, to a log
+    group of its own (a month; the stack may override the retention)."""
+    log_group = logs.LogGroup(scope, "Logs", retention=logs.RetentionDays.ONE_MONTH, removal_policy=cdk.RemovalPolicy.DESTROY)
+    machine = sfn.StateMachine(
+        scope,
+        "StateMachine",
+        definition_body=sfn.DefinitionBody.from_chainable(start),
+        timeout=timeout,
+        tracing_enabled=True,
+        logs=sfn.LogOptions(destination=log_group, level=sfn.LogLevel.ALL, include_execution_data=True),
+    )
+    return log_group, machine

@@ -38,12 +38,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import aws_cdk as cdk
-from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import Duration
 from aws_cdk import aws_lambda as lambda_
-from aws_cdk import aws_logs as logs
 from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
+
+from infra.defaults import logged_state_machine
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -111,15 +112,7 @@ class BackfillStateMachine(Construct):
             next_state = self._stage(stage, functions[stage], next_state, retry_interval)
         plan.next(next_state)
 
-        self.log_group = logs.LogGroup(self, "Logs", retention=logs.RetentionDays.ONE_MONTH, removal_policy=RemovalPolicy.DESTROY)
-        self.state_machine = sfn.StateMachine(
-            self,
-            "StateMachine",
-            definition_body=sfn.DefinitionBody.from_chainable(defaults),
-            timeout=timeout,
-            tracing_enabled=True,
-            logs=sfn.LogOptions(destination=self.log_group, level=sfn.LogLevel.ALL, include_execution_data=True),
-        )
+        self.log_group, self.state_machine = logged_state_machine(self, defaults, timeout)
         self._acknowledge_role_wildcards(functions.values())
 
     def _finish(self, reembed: sfn.IStateMachine | None) -> sfn.IChainable:

@@ -31,14 +31,14 @@ import json
 from typing import Any
 
 import aws_cdk as cdk
-from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import Duration
 from aws_cdk import aws_lambda as lambda_
-from aws_cdk import aws_logs as logs
 from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
 
 from infra.constructs.backfill_state_machine import TRANSIENT_ERRORS
+from infra.defaults import logged_state_machine
 
 REEMBED_FAILED = "ReembedFailed"
 DEFAULT_MAX_CONCURRENCY = 10  # Bedrock's default quota of batch inference jobs in progress per model
@@ -97,15 +97,7 @@ class ReembedStateMachine(Construct):
         )
         manifests.next(self._finish(poll_interval, failed))
 
-        self.log_group = logs.LogGroup(self, "Logs", retention=logs.RetentionDays.ONE_MONTH, removal_policy=RemovalPolicy.DESTROY)
-        self.state_machine = sfn.StateMachine(
-            self,
-            "StateMachine",
-            definition_body=sfn.DefinitionBody.from_chainable(start),
-            timeout=timeout,
-            tracing_enabled=True,
-            logs=sfn.LogOptions(destination=self.log_group, level=sfn.LogLevel.ALL, include_execution_data=True),
-        )
+        self.log_group, self.state_machine = logged_state_machine(self, start, timeout)
         self._acknowledge_role_wildcards()
 
     def _step(self, name: str, payload: dict[str, Any], failed: sfn.IChainable | None) -> tasks.LambdaInvoke:
