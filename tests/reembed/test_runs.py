@@ -97,3 +97,46 @@ def test_a_finish_that_died_after_the_swap_is_completed_by_the_retry(conn: Any, 
     indexes = {row[0] for row in conn.execute("SELECT indexname FROM pg_indexes WHERE indexdef LIKE '%hnsw%'")}
     assert {embedding_index_name(t, TARGET, 384) for t in EMBEDDED_TABLES} <= indexes
     assert not {embedding_index_name(t, SOURCE, 384) for t in EMBEDDED_TABLES} & indexes
+
+
+def test_an_ingest_running_through_the_switch_loses_nothing_and_ends_in_the_new_model(
+    conn: Any, own_database: str, corpus: Any
+) -> None:
+    from rag.store.connection import connect
+    from rag.store.embedding_space import ModelSwitched, active_embedder
+
+    run_id = run_step(conn, corpus, {"action": "plan"})["run_id"]
+    written: list[str] = []
+    retried: list[str] = []
+    errors: list[BaseException] = []
+
+    def ingest_meetings() -> None:
+        with connect(own_database) as mine:
+            for n in range(8):
+                project = f"late{n}"
+                while True:
+                    try:  # as the ingest function: embed in the database's model, write, and retry a ModelSwitched
+                        ingest(mine, SCANNER_SYNC, active_embedder(mine, corpus), project, check_model=True)
+                        written.append(project)
+                        break
+                    except ModelSwitched:
+                        retried.append(project)
+                    except BaseException as exc:  # noqa: BLE001 - the test's finding
+                        errors.append(exc)
+                        return
+
+    writer = threading.Thread(target=ingest_meetings)
+    writer.start()
+    while not written and writer.is_alive():
+        writer.join(0.05)  # the switch comes while meetings are still arriving
+    finished = run_step(conn, corpus, {"action": "finish", "run_id": run_id})
+    while finished["status"] == "catching_up":
+        finished = run_step(conn, corpus, {"action": "finish", "run_id": run_id})
+    writer.join(120)
+    assert errors == [] and finished["status"] == "switched"
+    assert written == [f"late{n}" for n in range(8)]
+    projects = {row[0] for row in conn.execute("SELECT DISTINCT project_id FROM documents")}
+    assert {f"late{n}" for n in range(8)} <= projects
+    # Whatever the order of the writes and the swap: every vector is the new model's, none missing.
+    assert models(conn, "chunks") == {TARGET: conn.execute("SELECT count(*) FROM chunks").fetchone()[0]}
+    assert conn.execute("SELECT count(*) FROM chunks WHERE embedding IS NULL").fetchone()[0] == 0
