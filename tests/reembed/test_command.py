@@ -35,6 +35,12 @@ def test_rag_reembed_moves_the_database_and_says_what_it_did(
     assert rag("reembed", "--to-provider", "local", "--to-runtime", "onnx-int8") == 0
     said = capsys.readouterr().out
     assert "0 manifests" in said and f"switched to {TARGET}" in said  # too few rows for a batch job: all online
+    assert said.rstrip().endswith(
+        "set RAG_EMBEDDING_PROVIDER=local RAG_EMBEDDING_MODEL=all-MiniLM-L6-v2 RAG_EMBEDDING_DIMENSION=384"
+        " RAG_EMBEDDING_RUNTIME=onnx-int8"
+    )
+    switched = Settings(embedding_provider="local", embedding_runtime="onnx-int8")  # what it says, as settings
+    assert get_embedder(switched).model_id == TARGET
     assert active_model(conn) == (TARGET, 384)
     assert rag("reembed", "--to-provider", "local", "--to-runtime", "onnx-int8") == 0
     assert "nothing to do" in capsys.readouterr().out

@@ -93,4 +93,18 @@ def run(conn: Any, settings: Settings, say: Any = print) -> int:
         step({"action": "fail", "run_id": run_id, "error": f"{type(exc).__name__}: {exc}"})
         return fail(f"run {run_id} failed: {exc}")
     say(f"switched to {steps.status(conn)['model']} ({finished['caught_up']} rows embedded online at the end)")
+    say(f"From now on, every process that uses this database embeds in it: set {embedding_variables(settings)}")
     return 0
+
+
+def embedding_variables(settings: Settings) -> str:
+    """The RAG_EMBEDDING_* values naming the target (or keep RAG_REEMBED_* set)."""
+    from rag.store.embedding_space import target_settings
+
+    target = target_settings(settings)
+    assert target is not None  # a run switched to it
+    embedding = target.embedding
+    values = {"PROVIDER": embedding.provider, "MODEL": embedding.resolved_model, "DIMENSION": embedding.resolved_dimension}
+    if embedding.provider == "local":
+        values["RUNTIME"] = embedding.runtime
+    return " ".join(f"RAG_EMBEDDING_{name}={value}" for name, value in values.items())
