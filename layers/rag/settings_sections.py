@@ -266,7 +266,10 @@ class AskSettings(BaseSettings):
     )
     extractive_sentences: int = Field(default=3, ge=1, le=10, description="sentences of an extractive answer")
     answer_type_bonus: float = Field(
-        default=0.1, ge=0, le=1, description="added to the similarity of a sentence holding the kind of answer asked"
+        default=0.1,
+        ge=0,
+        le=1,
+        description="added to the similarity of a sentence holding the kind of answer asked"
         " for (a date for when, an amount for how much, a name for who) when choosing an extractive answer's sentences",
     )
 
