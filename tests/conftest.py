@@ -131,3 +131,17 @@ def local_embedder() -> object:
     embedder = get_embedder(Settings(embedding_provider="local"))
     embedder.embed(["warm up"])
     return embedder
+
+
+@pytest.fixture
+def scratch_database(database_url: str) -> Iterator[str]:
+    """An empty database of its own on the test server (for a test that migrates or swaps columns itself)."""
+    import psycopg
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    name = f"{conninfo_to_dict(database_url)['dbname']}_{uuid.uuid4().hex[:6]}"
+    with psycopg.connect(database_url, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    yield make_conninfo(database_url, dbname=name)
+    with psycopg.connect(database_url, autocommit=True) as admin:
+        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -12,20 +11,11 @@ from rag.config import Settings
 
 
 @pytest.fixture
-def own_database(database_url: str) -> Iterator[str]:
-    import psycopg
-    from psycopg.conninfo import make_conninfo
-
+def own_database(scratch_database: str) -> str:
     from rag.store.migrations import migrate_database
 
-    name = f"rag_reembed_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(database_url, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    url = make_conninfo(database_url, dbname=name)
-    migrate_database(Settings(database_url=url), url)
-    yield url
-    with psycopg.connect(database_url, autocommit=True) as admin:
-        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    migrate_database(Settings(database_url=scratch_database), scratch_database)
+    return scratch_database
 
 
 @pytest.fixture

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import shutil
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -12,19 +11,6 @@ import pytest
 
 from rag.config import REPO_ROOT, Settings
 from rag.store.embedding_space import ModelSwitched, active_model, embedding_settings, record_model, require_model
-
-
-@pytest.fixture
-def empty_database(database_url: str) -> Iterator[str]:
-    import psycopg
-    from psycopg.conninfo import make_conninfo
-
-    name = f"rag_space_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(database_url, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    yield make_conninfo(database_url, dbname=name)
-    with psycopg.connect(database_url, autocommit=True) as admin:
-        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def migrations_up_to(version: str, folder: Path) -> Path:
@@ -50,11 +36,11 @@ def insert_document(conn: Any, model: str, dimension: int, chunks: int) -> None:
         )
 
 
-def test_the_migration_records_the_model_most_documents_are_in(empty_database: str, tmp_path: Path) -> None:
+def test_the_migration_records_the_model_most_documents_are_in(scratch_database: str, tmp_path: Path) -> None:
     from rag.store.connection import connect
     from rag.store.migrations import migrate
 
-    with connect(empty_database, register=False) as conn:
+    with connect(scratch_database, register=False) as conn:
         migrate(conn, migrations_up_to("0012", tmp_path / "before"), {})
         insert_document(conn, "openai/text-embedding-3-small@256", 256, 2)
         insert_document(conn, "local/all-MiniLM-L6-v2", 384, 1)
@@ -64,19 +50,19 @@ def test_the_migration_records_the_model_most_documents_are_in(empty_database: s
         assert record_model(conn, "openai/other", 8) == ("local/all-MiniLM-L6-v2", 384)  # recorded once, kept
 
 
-def test_an_empty_database_records_nothing_until_asked(empty_database: str) -> None:
+def test_an_scratch_database_records_nothing_until_asked(scratch_database: str) -> None:
     from rag.store.connection import connect
     from rag.store.migrations import migrate
 
-    with connect(empty_database, register=False) as conn:
+    with connect(scratch_database, register=False) as conn:
         migrate(conn, REPO_ROOT / "sql", {})
         assert active_model(conn) is None
         require_model(conn, "any/model")  # nothing recorded: no switch to miss
-        moving = Settings(database_url=empty_database, reembed_provider="local", reembed_runtime="onnx-int8")
+        moving = Settings(database_url=scratch_database, reembed_provider="local", reembed_runtime="onnx-int8")
         assert embedding_settings(conn, moving).embedding.model_id == "local/all-MiniLM-L6-v2"
         assert record_model(conn, "local/all-MiniLM-L6-v2-int8", 384) == ("local/all-MiniLM-L6-v2-int8", 384)
         assert embedding_settings(conn, moving).embedding.model_id == "local/all-MiniLM-L6-v2-int8"
         with pytest.raises(ModelSwitched, match="all-MiniLM-L6-v2-int8"):
             require_model(conn, "local/all-MiniLM-L6-v2")
-        unmoved = Settings(database_url=empty_database)  # no move configured: the table is not read
+        unmoved = Settings(database_url=scratch_database)  # no move configured: the table is not read
         assert embedding_settings(conn, unmoved) is unmoved

@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import re
-import uuid
 from pathlib import Path
 
 import pytest
@@ -319,20 +318,6 @@ def test_the_real_server_passes_and_its_version_is_checked(db):
     expected = rf"pgvector {re.escape(installed)} is installed; rag needs pgvector >= 99\.0\.0"
     with pytest.raises(VectorExtensionError, match=expected):
         check_vector_extension(db, minimum="99.0.0")
-
-
-@pytest.fixture
-def scratch_database(database_url: str):
-    """An empty database of its own on the test server."""
-    import psycopg
-    from psycopg.conninfo import conninfo_to_dict, make_conninfo
-
-    name = f"{conninfo_to_dict(database_url)['dbname']}_{uuid.uuid4().hex[:6]}"
-    with psycopg.connect(database_url, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    yield make_conninfo(database_url, dbname=name)
-    with psycopg.connect(database_url, autocommit=True) as admin:
-        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def test_migrate_refuses_an_old_pgvector_before_changing_anything(scratch_database: str, monkeypatch):
