@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 import psycopg
@@ -151,7 +152,6 @@ def import_results(
     table = rows.check_table(mapping["table"])
     records = [rows.Piece(int(row_id), "", int(weight)) for row_id, weight in mapping["rows"]]
     vectors: dict[int, list[float]] = {}
-    failed: set[int] = set()
     errors: list[str] = []
     for line in jobs.output_lines(run_id, manifest, job_arn):
         if not line.strip():
@@ -160,27 +160,23 @@ def import_results(
         if not 0 <= number < len(records):
             raise ReembedError(f"manifest {manifest} of run {run_id} has no record {number}")
         if vector is None or len(vector) != target.dimension:
-            failed.add(records[number].row_id)
             errors.append(error or f"record {number}: {len(vector or [])} dimensions, expected {target.dimension}")
             continue
         vectors[number] = vector
-    pieces_per_row: dict[int, int] = {}
-    for piece in records:
-        pieces_per_row[piece.row_id] = pieces_per_row.get(piece.row_id, 0) + 1
-    received: dict[int, int] = {}
-    for number in vectors:
-        received[records[number].row_id] = received.get(records[number].row_id, 0) + 1
-    complete = {row for row, count in pieces_per_row.items() if received.get(row) == count and row not in failed}
+    # A row is written only with every piece's vector (a segment is the mean of its pieces').
+    pieces_per_row = Counter(piece.row_id for piece in records)
+    received = Counter(records[number].row_id for number in vectors)
+    complete = {row for row, count in pieces_per_row.items() if received[row] == count}
     by_row = rows.row_vectors(table, [(records[n], v) for n, v in vectors.items() if records[n].row_id in complete])
+    left = len(pieces_per_row) - len(complete)
     written = 0
     with conn.transaction():
         for batch in _batches(list(by_row.items()), 1_000):
             written += rows.write_alternate(conn, table, dict(batch), target.model_id)
         _set_manifest(
-            conn, run_id, manifest, state="imported", imported=written, failed_records=len(pieces_per_row) - len(complete),
+            conn, run_id, manifest, state="imported", imported=written, failed_records=left,
             error="; ".join(errors[:3]) or None,
         )  # fmt: skip
-    left = len(pieces_per_row) - len(complete)
     logger.info("batch job imported", extra={"run_id": run_id, "manifest": manifest, "rows": written, "left": left})
     return {"run_id": run_id, "manifest": manifest, "imported": written, "failed_records": left}
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from rag.reembed import rows
 from rag.reembed.runs import Target, run_record, running_target, target_embedder, target_of
-from rag.store.schema import EMBEDDED_TABLES, embedding_index_name
+from rag.store.schema import EMBEDDED_TABLES
 
 if TYPE_CHECKING:
     import psycopg
@@ -159,13 +159,21 @@ def _embed_rows_left_behind(conn: psycopg.Connection, target: Target) -> int:
 
 
 def _drop_source_indexes(conn: psycopg.Connection, source_model: str) -> None:
-    """The old model's indexes (now over ``embedding_alt``): nothing searches them, and they hold memory."""
+    """The old model's indexes (now over ``embedding_alt``): nothing searches them, and they hold memory.
+
+    Found in the catalog by their predicate, so no table is read to learn the old model's dimension."""
     from psycopg import sql
 
-    dimension = conn.execute("SELECT vector_dims(embedding_alt) FROM chunks WHERE embedding_alt_model = %s LIMIT 1",
-                             (source_model,)).fetchone()  # fmt: skip
-    if dimension is None:
-        return
-    for table in EMBEDDED_TABLES:
-        name = embedding_index_name(table, source_model, int(dimension[0]))
+    found = conn.execute(
+        """SELECT indexname FROM pg_indexes
+           WHERE schemaname = current_schema() AND tablename = ANY(%s) AND indexdef LIKE %s""",
+        (list(EMBEDDED_TABLES), f"%WHERE (embedding_alt_model = {_literal(source_model)}::text)%"),
+    ).fetchall()
+    for (name,) in found:
         conn.execute(sql.SQL("DROP INDEX CONCURRENTLY IF EXISTS {}").format(sql.Identifier(name)))
+
+
+def _literal(text: str) -> str:
+    """``text`` as pg_indexes spells a string constant, LIKE's wildcards escaped."""
+    quoted = "'" + text.replace("'", "''") + "'"
+    return quoted.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
