@@ -17,6 +17,8 @@ ProjectId = str
 
 MAX_QUERY_CHARS = 2000
 PROJECT_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
+# Free text in a query parameter: anything PostgreSQL's text can hold (no NUL), checked where a body uses _without_nul.
+NO_NUL_PATTERN = r"^[^\x00]*$"
 
 
 def _without_nul(value: str) -> str:

@@ -174,3 +174,10 @@ def test_openapi_lists_the_registrys_kinds(knowledge):
     assert (
         schemas["SearchResult"]["properties"]["type"]["enum"] == schemas["Citation"]["properties"]["type"]["enum"] == list(NAMES)
     )
+
+
+def test_a_task_filter_postgresql_cannot_hold_is_refused_not_a_500(knowledge):
+    # schemathesis found it: a NUL in a query parameter reached PostgreSQL, whose text cannot hold one.
+    status, body = call("GET", "/v1/tasks?assignee=%00")
+    assert status == 422 and body["error"]["code"] == "validation_error", body
+    assert call("GET", "/v1/tasks?assignee=Jonas%20Weber")[0] == 200  # a name with a space still passes

@@ -24,7 +24,7 @@ from rag.api.models.catalog import (
 )
 from rag.api.models.search import Source
 from rag.api.request_scope import request_conn, request_tenant
-from rag.validation import PROJECT_PATTERN, TaskStatus
+from rag.validation import NO_NUL_PATTERN, PROJECT_PATTERN, TaskStatus
 
 router = APIGatewayHttpRouter()  # type: ignore[no-untyped-call]  # Powertools leaves Router.__init__ unannotated
 
@@ -69,7 +69,7 @@ def meetings(
 def tasks(
     project_id: Annotated[str | None, Query(pattern=PROJECT_PATTERN)] = None,
     status: Annotated[TaskStatus | None, Query()] = None,
-    assignee: Annotated[str | None, Query(min_length=1, max_length=200)] = None,
+    assignee: Annotated[str | None, Query(min_length=1, max_length=200, pattern=NO_NUL_PATTERN)] = None,
     due_after: Annotated[date | None, Query(description="due on or after this day (YYYY-MM-DD)")] = None,
     due_before: Annotated[date | None, Query(description="due on or before this day (YYYY-MM-DD)")] = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
