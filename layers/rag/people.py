@@ -14,6 +14,7 @@ as they are.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -50,6 +51,7 @@ class People:
     names: tuple[str, ...]
     known: tuple[str, ...] = ()
     titles: tuple[tuple[str, frozenset[str]], ...] = ()  # a speaker's name and the words of its label's qualifiers
+    leader: str | None = None  # who speaks most: who chairs the meeting, and whose conclusions settle things
 
     @classmethod
     def of(cls, speakers: Iterable[str | None], known: Iterable[str | None] = ()) -> People:
@@ -58,7 +60,13 @@ class People:
         titles: dict[str, frozenset[str]] = {}
         for label in labels:
             titles.setdefault(clean_label(label), label_titles(label))
-        return cls(_forms(labels), _forms(known), tuple((name, words) for name, words in titles.items() if words))
+        turns = Counter(clean_label(label) for label in labels)
+        leader = turns.most_common(1)[0][0] if turns else None  # ties: the first to speak
+        return cls(_forms(labels), _forms(known), tuple((name, words) for name, words in titles.items() if words), leader)
+
+    def leads(self, speaker: str | None) -> bool:
+        """Whether ``speaker`` (a label) is the meeting's leader: the speaker of the most turns given."""
+        return speaker is not None and self.leader is not None and clean_label(speaker) == self.leader
 
     def canonical(self, name: str | None) -> str | None:
         """The one form of the person ``name`` refers to; ``name`` itself (cleaned) when it names no one known.

@@ -262,3 +262,47 @@ def test_after_a_bare_okay_the_chair_settles_the_plan():
     units = [Unit(0, 5, "Okay.", 3, "Maria"), Unit(6, 50, "Nights will join in phase two.", 3, "Maria")]
     assert [i.kind for i in extract_by_rules(units, None, None)] == ["decision"]
     assert [i.kind for i in extract_by_rules(units[1:], None, None)] == []
+
+
+def _turns(*said: tuple[int, str, str]) -> list[Unit]:
+    units, start = [], 0
+    for turn, speaker, text in said:
+        units.append(Unit(start, start + len(text), text, turn, speaker))
+        start += len(text) + 1
+    return units
+
+
+def test_the_meeting_leader_settles_what_was_proposed_by_concluding_it():
+    units = _turns(
+        (0, "Nadia Rahman (Chair)", "Where are we on the venue?"),
+        (1, "Tom Ellis", "The hall on Quay Road has a ramp and a kitchen, and it is free on Tuesdays."),
+        (2, "Nadia Rahman (Chair)", "Sounds right, let's do it."),
+        (2, "Nadia Rahman (Chair)", "Quay Road hall for every session from March."),
+        (3, "Tom Ellis", "Also the printer jammed again."),
+        (4, "Nadia Rahman (Chair)", "Then the newsletter lives on the website, not in print."),
+        (5, "Tom Ellis", "Then the newsletter lives on the website."),
+        (6, "Nadia Rahman (Chair)", "The volunteers meet on the 14th instead."),
+        (7, "Nadia Rahman (Chair)", "That's the first item."),
+    )
+    people = People.of(unit.speaker for unit in units)
+    assert people.leader == "Nadia Rahman"
+
+    decisions = [i.description for i in extract_by_rules(units, None, None, people) if i.kind == "decision"]
+
+    assert decisions == [
+        "Quay Road hall for every session from March.",  # after "let's do it": the settled version
+        "The newsletter lives on the website, not in print.",  # "Then ...": a conclusion
+        "The volunteers meet on the 14th instead.",  # a change stated
+    ]  # not the same words from someone else, nor the leader's chat
+
+
+def test_a_conclusion_settles_only_when_its_speaker_leads_the_meeting():
+    units = _turns(
+        (0, "Tom Ellis", "Then the newsletter lives on the website."),
+        (1, "Nadia Rahman", "How was the weekend?"),
+        (2, "Nadia Rahman", "Good."),
+        (3, "Nadia Rahman", "And the boiler?"),
+    )
+    assert People.of(u.speaker for u in units).leader == "Nadia Rahman"
+    assert [i.kind for i in extract_by_rules(units, None, None)] == []
+    assert People.of([]).leader is None and not People.of([]).leads("Tom Ellis")

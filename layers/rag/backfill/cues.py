@@ -93,6 +93,22 @@ SET_AMOUNT = re.compile(
 CLOSING_MARKER = re.compile(r"^(?:okay|ok|right|fine|fair|good|alright|all\s+right|then)\b[,.!]?\s", re.I)
 BARE_MARKER = re.compile(r"^(?:okay|ok|right|fine|fair|good|alright|all\s+right|agreed|done|decided)[.!]?$", re.I)
 CONCLUDES = re.compile(r",\s+then[.!]?$", re.I)
+# A sentence accepting what was just proposed ("Good, then that's how we do it.", "Then let's do it.", "It costs us
+# a week, but fine."): what its speaker says next in the turn is the settled version.
+ACCEPTED = re.compile(
+    r"\b(?:let's\s+(?:do|commit\s+to)\s+(?:it|that|this)|that's\s+how\s+we\s+do\s+it|but\s+fine|I'm\s+persuaded|it\s+is,?\s+then)\b",
+    re.I,
+)
+# What the meeting's leader settles without saying "decide": a conclusion drawn ("Then from today, ...", "Then
+# Daniel's back on the runs") or a change stated ("... on the 12th of June instead", "from now on", "Albert
+# Street it is, then", "a week earlier than we said").
+LEADER_CONCLUSION = _any(
+    r"^(?:(?:good|okay|ok|right|fine|so),?\s+)?then\b,?\s+(?!I\b|you\b|we\s+need|let's\s+(?:see|talk|look|move|come))",
+    r"\binstead[.!]?$|\binstead,",
+    r"\bfrom\s+(?:now\s+on|today|tomorrow)\b",
+    r"\b(?:a|one|two|three|four)\s+(?:day|week|month)s?\s+(?:earlier|later)\b",
+    r"\bit\s+is,?\s+then\b",
+)
 PLAN_STATEMENT = re.compile(_SUBJECT + r"(?:will|'ll|(?:is|are)\s+(?:in|on)|goes|moves?|stays?|comes?|joins?)\b", re.I)
 HEDGED = re.compile(
     r"\b(?:I\s+think|I\s+guess|I\s+suppose|I'd|maybe|perhaps|probably|possibly|might|could|would|should|not\s+sure|"

@@ -12,7 +12,10 @@ A sentence, after leading fillers ("okay, so, right, ...") are dropped, is a
   takes the previous sentence as what was agreed); or a plan stated as settled in the
   present ("we move / ship / drop / keep ...", "we're launching ..."), a constraint stated
   as fixed ("X is capped at / adopted / approved", "the tool is X, not Y", "X stays open /
-  moves to ...", "it's a go"). Not: "haven't decided", "let's not", "keep an eye on",
+  moves to ...", "it's a go"); or the meeting's leader (who takes the most turns) concluding
+  a discussion: right after accepting a proposal ("Then let's do it.", "... but fine."), or
+  drawing the conclusion ("Then ...", "... instead", "from now on", "Albert Street it is, then").
+  Not: "haven't decided", "let's not", "keep an eye on",
   the chair giving the floor ("we go back to Mr. ...").
   Status "agreed"; rationale: the clause after "because" / "since".
 - risk: "risk(s)", "concern(ed)", "worried / worry", "danger", "bottleneck", "blocker",
@@ -47,7 +50,7 @@ from datetime import date
 from typing import Any
 
 from rag.backfill.cues import (
-    ACCEPTS,
+    ACCEPTED,
     ACTION_ITEM,
     ASKS_TO_TALK,
     BARE_MARKER,
@@ -55,13 +58,11 @@ from rag.backfill.cues import (
     CONCLUDES,
     CONDITIONAL_RISK,
     COUNTERFACTUAL,
-    DEADLINE_FIRST,
     DECISION,
-    FILLERS,
     HARM,
     HEDGED,
     LATE,
-    MITIGATION,
+    LEADER_CONCLUSION,
     NAMED_COMMITMENT,
     NEGATIVE_CONDITION,
     NOT_DECISION,
@@ -88,7 +89,8 @@ from rag.backfill.cues import (
 )
 from rag.backfill.due_dates import due_date, names_a_date
 from rag.backfill.models import ItemKind, KnowledgeItem
-from rag.backfill.text import clip
+from rag.backfill.neighbours import accepting_answer, deadline_after, follows_in_turn, mitigation
+from rag.backfill.text import clean, clip
 from rag.backfill.units import Unit
 from rag.people import People
 
@@ -101,28 +103,28 @@ class Match:
     fields: dict[str, Any]
 
 
-def clean(text: str) -> str:
-    """The sentence without leading fillers, first letter capitalized, whitespace normalized."""
-    text = " ".join(FILLERS.sub("", text.strip()).split())
-    return text[:1].upper() + text[1:] if text else text
-
-
 def classify(
     sentence: str,
     speaker: str | None = None,
     meeting_date: date | None = None,
     *,
     concluding: bool = False,
+    accepted: bool = False,
     people: People | None = None,
 ) -> list[Match]:
     """The kinds of item one sentence states, with the fields the rules can fill. ``concluding``: the sentence
-    follows a bare "Okay." / "Right." of its own turn; ``people``: the meeting's, to tell "Dana will ..." (a
+    follows a bare "Okay." / "Right." of its own turn; ``accepted``: it follows an acceptance of a proposal ("Then
+    let's do it."), which settles what the meeting's leader says next; ``people``: the meeting's, to tell "Dana will ..." (a
     person) from "Staff will ..." (a sentence's first word)."""
     core = clean(sentence)
     question = core.endswith("?")
     found: list[Match] = []
     assignee, is_task = _task(core, speaker, people)
-    if not question and _states_a_decision(core, sentence.strip(), concluding, is_task and assignee is not None):
+    # The meeting's leader concluding: after an acceptance, or drawing the conclusion ("Then ...", "... instead").
+    concludes = (
+        people is not None and people.leads(speaker) and (accepted or LEADER_CONCLUSION.search(sentence.strip()) is not None)
+    )
+    if not question and _states_a_decision(core, sentence.strip(), concluding, is_task and assignee is not None, concludes):
         why = RATIONALE.search(core)
         found.append(Match("decision", {"status": "agreed", "rationale": why["why"].rstrip(".") if why else None}))
     if not question and _states_a_risk(core):
@@ -134,7 +136,7 @@ def classify(
     return found
 
 
-def _states_a_decision(core: str, raw: str, concluding: bool, is_task: bool) -> bool:
+def _states_a_decision(core: str, raw: str, concluding: bool, is_task: bool, leader_concludes: bool) -> bool:
     if NOT_DECISION.search(core):
         return False
     if DECISION.search(core):
@@ -144,6 +146,8 @@ def _states_a_decision(core: str, raw: str, concluding: bool, is_task: bool) -> 
     if SET_AMOUNT.search(core):
         return True
     closing = concluding or CLOSING_MARKER.search(raw) is not None or CONCLUDES.search(core) is not None
+    if leader_concludes and len(core.split()) >= 5:  # "Then book it now.": too little to be what was settled
+        return True
     if (SCHEDULED.search(core) or (closing and ON_A_DATE.search(core))) and names_a_date(core):
         return True
     return closing and PLAN_STATEMENT.search(core) is not None
@@ -173,6 +177,7 @@ def classify_with_model(
     following: str | None = None,
     *,
     concluding: bool = False,
+    accepted: bool = False,
     people: People | None = None,
 ) -> list[Match]:
     """The patterns' kinds plus those the sentence classifier (rag.backfill.classifier) finds above its
@@ -180,7 +185,7 @@ def classify_with_model(
     ``following`` are the neighbouring sentences of the segment (the classifier reads an answer, an agreement)."""
     from rag.backfill.classifier import classify_sentence, kinds_of
 
-    found = classify(sentence, speaker, meeting_date, concluding=concluding, people=people)
+    found = classify(sentence, speaker, meeting_date, concluding=concluding, accepted=accepted, people=people)
     have = {match.kind for match in found}
     core = clean(sentence)
     probabilities = classify_sentence(
@@ -256,9 +261,10 @@ def extract_by_rules(
         previous = units[position - 1].text if position > 0 else None
         following = units[position + 1].text if position + 1 < len(units) else None
         concluding = not first_in_turn and previous is not None and BARE_MARKER.match(previous.strip()) is not None
+        accepted = not first_in_turn and previous is not None and ACCEPTED.search(previous) is not None
         matches = classify_with_model(
             unit.text, unit.speaker, meeting_date, first_in_turn, last_in_turn, previous, following,
-            concluding=concluding, people=people,
+            concluding=concluding, accepted=accepted, people=people,
         )  # fmt: skip
         for match in matches:
             if match.kind == "task" and position in answered:
@@ -271,7 +277,7 @@ def extract_by_rules(
                 description = clean(units[first].text)
             if match.kind == "task":
                 assignee = people.canonical(fields["assignee"])
-                answer = _answer(units, position, assignee, people) if REQUEST_OF_SOMEONE.search(description) else []
+                answer = accepting_answer(units, position, assignee, people) if REQUEST_OF_SOMEONE.search(description) else []
                 if answer:
                     # "Dana, can you ...?" / "Yes, I'll have it by Friday.": one task; the date the answer
                     # commits to, else the one asked for.
@@ -283,11 +289,11 @@ def extract_by_rules(
                     )
                 if fields["due_date"] is None and not last_in_turn and position + 1 < len(units):
                     # "I'll build the templates as soon as it's up. By February 10th, if ...": the deadline follows.
-                    fields["due_date"] = _deadline_after(clean(units[position + 1].text), meeting_date)
+                    fields["due_date"] = deadline_after(clean(units[position + 1].text), meeting_date)
                 fields["assignee"] = assignee
             if match.kind == "risk":
-                fields["mitigation"] = _mitigation(units, position)
-            if match.kind == "decision" and decided_at is not None and _follows_in_turn(units, decided_at[1], position):
+                fields["mitigation"] = mitigation(units, position)
+            if match.kind == "decision" and decided_at is not None and follows_in_turn(units, decided_at[1], position):
                 # "Then let's go to a hundred and fifty. Tickets are $150 this year.": one decision, said twice;
                 # the later sentence, usually the precise one, describes it.
                 first = min(first, decided_at[0])
@@ -311,40 +317,3 @@ def extract_by_rules(
                 )
             )
     return items
-
-
-def _follows_in_turn(units: Sequence[Unit], previous: int, position: int) -> bool:
-    """Whether sentence ``position`` is the one after ``previous``, in the same turn."""
-    return position == previous + 1 and units[position].turn is not None and units[position].turn == units[previous].turn
-
-
-def _answer(units: Sequence[Unit], position: int, addressee: str | None, people: People) -> list[int]:
-    """The sentences of the next turn that take a request on ("Sure.", "Yes. I'll have it by Friday."):
-    another speaker's, the addressee's when the request names one; empty when no one says yes."""
-    here = units[position]
-    for start in range(position + 1, min(position + 4, len(units))):
-        unit = units[start]
-        if unit.turn == here.turn:
-            continue
-        if not unit.speaker or unit.speaker == here.speaker:
-            return []
-        if addressee is not None and people.canonical(unit.speaker) != addressee:
-            return []
-        turn = [p for p in range(start, min(start + 2, len(units))) if units[p].turn == unit.turn]
-        for end in turn:
-            if SELF_COMMITMENT.search(clean(units[end].text)):
-                return list(range(start, end + 1))
-        return [start] if ACCEPTS.search(unit.text.strip()) else []
-    return []
-
-
-def _deadline_after(text: str, meeting_date: date | None) -> date | None:
-    """The date of a sentence that only adds a deadline ("By next Tuesday, so Sam can look at them.")."""
-    return due_date(text, meeting_date) if DEADLINE_FIRST.match(text) else None
-
-
-def _mitigation(units: Sequence[Unit], position: int) -> str | None:
-    for unit in units[position + 1 : position + 4]:
-        if MITIGATION.search(clean(unit.text)):
-            return clip(clean(unit.text), 500)
-    return None

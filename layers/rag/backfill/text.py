@@ -8,6 +8,8 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
+from rag.backfill.cues import FILLERS
+
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])|\n\s*\n")
 WORD = re.compile(r"[A-Za-z][A-Za-z'-]+")
 MARKUP = re.compile(r"\{\w+\}|<[^>]{1,40}>")  # transcript annotations ({vocalsound}, {gap}) and tags
@@ -124,3 +126,9 @@ def central_sentences(units: Sequence[str], limit: int, min_words: int = 6) -> l
         if used >= limit:
             break
     return [candidates[k] for k in sorted(chosen)]
+
+
+def clean(text: str) -> str:
+    """The sentence without leading fillers, first letter capitalized, whitespace normalized."""
+    text = " ".join(FILLERS.sub("", text.strip()).split())
+    return text[:1].upper() + text[1:] if text else text
