@@ -306,3 +306,25 @@ def test_a_conclusion_settles_only_when_its_speaker_leads_the_meeting():
     assert People.of(u.speaker for u in units).leader == "Nadia Rahman"
     assert [i.kind for i in extract_by_rules(units, None, None)] == []
     assert People.of([]).leader is None and not People.of([]).leads("Tom Ellis")
+
+
+def test_a_deadline_said_next_in_the_turn_or_the_answer_belongs_to_the_task():
+    monday = date(2026, 5, 4)
+    units = _turns(
+        (0, "Keiko", "I'll profile the memory on the harbour level."),
+        (0, "Keiko", "I'll have numbers by Friday."),
+        (1, "Jonas", "Elena, can you write up a cert checklist for us?"),
+        (2, "Elena", "Sure."),
+        (2, "Elena", "Give me two weeks, there's a lot of it."),
+        (3, "Ravi", "I'll test the texture compression."),
+        (4, "Jonas", "Give me two weeks."),
+    )
+
+    tasks = [i for i in extract_by_rules(units, None, monday) if i.kind == "task"]
+
+    assert [(t.fields["assignee"], t.fields["due_date"], t.start_turn, t.end_turn) for t in tasks] == [
+        ("Keiko", date(2026, 5, 8), 0, 0),  # one task, the deadline from its second sentence
+        ("Elena", date(2026, 5, 18), 1, 2),  # the answer's second sentence
+        ("Ravi", None, 3, 3),  # someone else's "give me two weeks" is no deadline of Ravi's
+    ]
+    assert tasks[0].evidence == "I'll profile the memory on the harbour level. I'll have numbers by Friday."

@@ -244,6 +244,15 @@ REQUEST_OF_SOMEONE = re.compile(r"^(?:\w+(?:\s+\w+)?,\s+)?(?:please|can\s+you|co
 ACCEPTS = re.compile(r"^(?:sure|will\s+do|okay|ok|yes|yep|I'll|I\s+will|on\s+it)\b", re.I)
 RATIONALE = re.compile(r"\b(?:because|since)\b\s+(?P<why>.+)$", re.I)
 DEADLINE_FIRST = re.compile(r"^(?:by|before|no\s+later\s+than|latest|due)\b", re.I)
+# A sentence saying when the work just promised or asked for will be ready ("I'll have numbers by Friday.", "Give me
+# two weeks.", "It should leave their office by Wednesday.", "They need it by August 3rd.", "..., by the 24th?").
+DELIVERY = _any(
+    r"^(?:(?:and|so|then|but)\s+)?(?:(?:I|we)(?:'ll|\s+will|\s+can|\s+could|\s+should)|it(?:'ll|\s+will|\s+should)|"
+    r"that(?:'ll|\s+will|\s+should)|should)\s+(?:have|get|be|leave|arrive|land)\b",
+    r"^(?:(?:and|so|then|but)\s+)?give\s+(?:me|us|him|her|them)\b",
+    r"\b(?:need|needs|want|wants)\s+(?:it|that|them|this)\s+(?:by|before)\b",
+    r",\s+(?:by|before)\s+",
+)
 MITIGATION = re.compile(r"^(?:we\s+can|we\s+could|to\s+mitigate|as\s+a\s+mitigation)\b", re.I)
 
 RISK_CATEGORIES = {

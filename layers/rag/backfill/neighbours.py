@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import date
 
-from rag.backfill.cues import ACCEPTS, DEADLINE_FIRST, MITIGATION, SELF_COMMITMENT
+from rag.backfill.cues import ACCEPTS, DEADLINE_FIRST, DELIVERY, MITIGATION, SELF_COMMITMENT
 from rag.backfill.due_dates import due_date
 from rag.backfill.text import clean, clip
 from rag.backfill.units import Unit
@@ -40,9 +40,19 @@ def accepting_answer(units: Sequence[Unit], position: int, addressee: str | None
     return []
 
 
-def deadline_after(text: str, meeting_date: date | None) -> date | None:
-    """The date of a sentence that only adds a deadline ("By next Tuesday, so Sam can look at them.")."""
-    return due_date(text, meeting_date) if DEADLINE_FIRST.match(text) else None
+def deadline_after(units: Sequence[Unit], position: int, meeting_date: date | None) -> tuple[date, int] | None:
+    """The deadline one of the next two sentences of the turn adds to the work of sentence ``position``, and that
+    sentence's position: "I'll profile the memory. I'll have numbers by Friday.", "Sure. Give me two weeks.",
+    "By next Tuesday, so Sam can look at them."."""
+    for following in range(position + 1, min(position + 3, len(units))):
+        if units[following].turn is None or units[following].turn != units[position].turn:
+            return None
+        text = clean(units[following].text)
+        if DEADLINE_FIRST.match(text) or DELIVERY.search(text):
+            found = due_date(text, meeting_date)
+            if found is not None:
+                return found, following
+    return None
 
 
 def mitigation(units: Sequence[Unit], position: int) -> str | None:

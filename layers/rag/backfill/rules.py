@@ -287,9 +287,10 @@ def extract_by_rules(
                     fields["due_date"] = next(
                         (d for p in answer if (d := due_date(clean(units[p].text), meeting_date))), fields["due_date"]
                     )
-                if fields["due_date"] is None and not last_in_turn and position + 1 < len(units):
-                    # "I'll build the templates as soon as it's up. By February 10th, if ...": the deadline follows.
-                    fields["due_date"] = deadline_after(clean(units[position + 1].text), meeting_date)
+                if fields["due_date"] is None and (deadline := deadline_after(units, last, meeting_date)):
+                    # "I'll profile the memory. I'll have numbers by Friday.": the deadline follows, in the same task.
+                    fields["due_date"], last = deadline
+                    answered.add(last)
                 fields["assignee"] = assignee
             if match.kind == "risk":
                 fields["mitigation"] = mitigation(units, position)
