@@ -328,3 +328,13 @@ def test_a_deadline_said_next_in_the_turn_or_the_answer_belongs_to_the_task():
         ("Ravi", None, 3, 3),  # someone else's "give me two weeks" is no deadline of Ravi's
     ]
     assert tasks[0].evidence == "I'll profile the memory on the harbour level. I'll have numbers by Friday."
+
+
+def test_a_request_may_name_its_deadline_right_after_asking():
+    units = _turns(
+        (0, "Elena", "Aiko, would you start the data mapping?"),
+        (0, "Elena", "End of next week?"),
+        (1, "Aiko", "Sure, I'll do a spreadsheet first."),
+    )
+    [task] = [i for i in extract_by_rules(units, None, date(2026, 11, 4)) if i.kind == "task"]
+    assert (task.fields["assignee"], task.fields["due_date"], task.end_turn) == ("Aiko", date(2026, 11, 13), 1)

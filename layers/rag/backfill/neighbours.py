@@ -14,6 +14,8 @@ from rag.backfill.text import clean, clip
 from rag.backfill.units import Unit
 from rag.people import People
 
+DATE_ONLY_WORDS = 5  # "End of next week?", "Friday the 13th?": a sentence only naming a date
+
 
 def follows_in_turn(units: Sequence[Unit], previous: int, position: int) -> bool:
     """Whether sentence ``position`` is the one after ``previous``, in the same turn."""
@@ -43,12 +45,12 @@ def accepting_answer(units: Sequence[Unit], position: int, addressee: str | None
 def deadline_after(units: Sequence[Unit], position: int, meeting_date: date | None) -> tuple[date, int] | None:
     """The deadline one of the next two sentences of the turn adds to the work of sentence ``position``, and that
     sentence's position: "I'll profile the memory. I'll have numbers by Friday.", "Sure. Give me two weeks.",
-    "By next Tuesday, so Sam can look at them."."""
+    "By next Tuesday, so Sam can look at them.", "End of next week?"."""
     for following in range(position + 1, min(position + 3, len(units))):
         if units[following].turn is None or units[following].turn != units[position].turn:
             return None
         text = clean(units[following].text)
-        if DEADLINE_FIRST.match(text) or DELIVERY.search(text):
+        if DEADLINE_FIRST.match(text) or DELIVERY.search(text) or len(text.split()) <= DATE_ONLY_WORDS:
             found = due_date(text, meeting_date)
             if found is not None:
                 return found, following

@@ -287,10 +287,13 @@ def extract_by_rules(
                     fields["due_date"] = next(
                         (d for p in answer if (d := due_date(clean(units[p].text), meeting_date))), fields["due_date"]
                     )
-                if fields["due_date"] is None and (deadline := deadline_after(units, last, meeting_date)):
-                    # "I'll profile the memory. I'll have numbers by Friday.": the deadline follows, in the same task.
-                    fields["due_date"], last = deadline
-                    answered.add(last)
+                # "I'll profile the memory. I'll have numbers by Friday.", "Aiko, would you ...? End of next week?":
+                # the deadline follows the request or its answer, in the same task.
+                for after in dict.fromkeys((position, last)):
+                    if fields["due_date"] is None and (deadline := deadline_after(units, after, meeting_date)):
+                        fields["due_date"], said_at = deadline
+                        answered.add(said_at)
+                        last = max(last, said_at)
                 fields["assignee"] = assignee
             if match.kind == "risk":
                 fields["mitigation"] = mitigation(units, position)
