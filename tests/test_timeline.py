@@ -58,6 +58,17 @@ def test_decisions_of_one_meeting_stand_side_by_side_unless_one_says_it_changes_
     assert link(items, []).superseded_by == {1: 3, 2: None, 3: None, 4: None}
 
 
+def test_a_new_value_of_the_same_thing_supersedes_it_with_one_word_in_common():
+    items = [
+        decision(1, at(2), "stay 2021 lts port"),  # "We stay on 2021 LTS for the port."
+        decision(2, at(2, 40), "calibr rang 3.1 200"),
+        decision(3, at(9), "upgrad 2022 lts"),  # a version number, as before: the same setting
+        decision(4, at(16), "rang 6.25 200"),  # "The range is 6.25 to 200 from now on."
+        decision(5, at(23), "lts train monday"),  # no value set: not the same decision
+    ]
+    assert link(items, []).superseded_by == {1: 3, 2: 4, 3: None, 4: None, 5: None}
+
+
 def test_decisions_on_different_subjects_stay_current():
     items = [decision(1, at(2), "launch may 5"), decision(2, at(9), "retail price 89")]
     assert link(items, []).superseded_by == {1: None, 2: None}

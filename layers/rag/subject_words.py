@@ -51,12 +51,22 @@ def ordinal(word: str) -> bool:
     return word[:-2].isdigit() and word[-2:] in ("st", "nd", "rd", "th")
 
 
+# Number words (English stems): "six runs", "thirty frames", "a hundred and fifty dollars".
+NUMBER_WORDS = frozenset(
+    {"three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelv", "fifteen", "twenti", "thirti",
+     "forti", "fifti", "sixti", "seventi", "eighti", "nineti", "hundr", "thousand", "million", "billion", "percent"}
+)  # fmt: skip
+
+
 def value_kinds(words: Iterable[str]) -> frozenset[str]:
-    """A pseudo-word for the kind of value a decision sets: ``#date`` (a day or a month)."""
+    """Pseudo-words for the kinds of value a decision sets: ``#date`` (a day or a month), ``#number`` (an amount, a
+    count, a version: "2021 LTS" -> "2022 LTS", "range 3.1-200" -> "range 6.25 to 200")."""
     kinds = set()
     for word in words:
         if word in DATE_WORDS or ordinal(word):
             kinds.add("#date")
+        elif is_number(word) or word in NUMBER_WORDS:
+            kinds.add("#number")
     return frozenset(kinds)
 
 
