@@ -272,6 +272,13 @@ class AskSettings(BaseSettings):
         description="added to the similarity of a sentence holding the kind of answer asked"
         " for (a date for when, an amount for how much, a name for who) when choosing an extractive answer's sentences",
     )
+    recency_bonus: float = Field(
+        default=0.1,
+        ge=0,
+        le=1,
+        description="added, in proportion to how late its meeting is among the candidates', to the similarity of a"
+        " sentence when choosing an extractive answer's sentences: of near-equals, the later meeting's says how things stand",
+    )
 
 
 class IngestSettings(BaseSettings):

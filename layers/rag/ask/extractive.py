@@ -2,7 +2,8 @@
 
 The question is searched (hybrid, every knowledge type but segments) within the request's
 scope; the sentences of the passages that are evidence (``rag.ask.evidence``) are embedded with the
-search's own model and the closest ones to the question are quoted with their speaker, each
+search's own model and the closest ones to the question (of near-equals, the later meeting's and the one holding
+the kind of answer asked for) are quoted with their speaker, each
 cited down to its own turn and character range: at most ``ask_extractive_sentences``, at most
 two from one passage, never a question or a sentence under five words. No evidence: the
 answer says so.
@@ -113,6 +114,8 @@ def extractive_answer(ctx: ToolContext, question: str) -> tuple[str, int]:
     if kinds:  # "when ...?": a sentence with a date in it first, among near-equals (rag.ask.answer_types)
         bonus = ctx.settings.ask.answer_type_bonus
         scores = [score + bonus * share_held(s.text, kinds, s.speaker) for score, s in zip(scores, candidates)]
+    recency = ctx.settings.ask.recency_bonus  # a later meeting says how things stand now
+    scores = [score + recency * late for score, late in zip(scores, _lateness(candidates))]
     order = sorted(range(len(candidates)), key=lambda i: (-scores[i], candidates[i].hit_rank))
     chosen: list[int] = []
     per_hit: dict[int, int] = {}
@@ -208,6 +211,16 @@ def _decisions_of(ctx: ToolContext, chosen: list[Sentence]) -> dict[int, int]:
             if over:
                 found[id(sentence)] = over[0]
     return found
+
+
+def _lateness(candidates: Sequence[Sentence]) -> list[float]:
+    """Each sentence's meeting date as a fraction of the candidates' span: 0 the earliest (or undated), 1 the latest."""
+    days = [c.passage.meeting_date for c in candidates]
+    known = [d for d in days if d]
+    if not known or max(known) == min(known):
+        return [0.0] * len(candidates)
+    first, span = min(known), (max(known) - min(known)).days
+    return [(d - first).days / span if d else 0.0 for d in days]
 
 
 def _norm(vector: Sequence[float]) -> float:
