@@ -103,3 +103,31 @@ def test_ask_without_a_model_answers_with_the_listing(office):
     status, body = call("POST", "/v1/ask", {"question": "What changed since the first meeting?", "project_ids": ["office"]})
     assert status == 200 and "this replaced the decision of 2026-01-12" in body["answer"]
     assert {c["meeting_date"] for c in body["citations"]} == {"2026-01-12", "2026-01-26", "2026-02-09"}
+
+
+def test_what_changed_at_a_meeting_named_by_its_date_or_its_title(office):
+    text, ctx = answer(office, "What changed at the meeting on 26 January?")
+    lines = text.splitlines()
+    assert lines[0] == "What changed at the meeting of 2026-01-26 (2026-01-26-office-move-update):"
+    assert lines[1].startswith('- Decided 2026-01-26 (Ines Duarte): "The landlord needs two more weeks')
+    assert (
+        '; this replaced the decision of 2026-01-12: "We decided to move into the Harbor Street office on March 2."' in lines[1]
+    )
+    assert any(line.startswith('- Risk closed 2026-01-26 (Mark Feld): "Also, the landlord finished') for line in lines)
+    assert not any("March 23" in line or "2026-02-09 (" in line for line in lines)  # only that meeting's changes
+    assert {ctx.citations.get(n).meeting_date for n in range(1, len(ctx.citations) + 1)} == {date(2026, 1, 12), date(2026, 1, 26)}
+
+    by_title, _ = answer(office, "What changed at the office move notes?")
+    assert by_title.splitlines()[0] == "What changed at the meeting of 2026-02-09 (2026-02-09-office-move-notes):"
+    by_month, _ = answer(office, "What changed in the February meeting?")
+    assert by_month.splitlines()[0] == by_title.splitlines()[0]
+    about, _ = answer(office, "What changed about the seating plan at the update call?")
+    assert "seating plan" in about.splitlines()[1].lower()  # the subject asked about first
+
+
+@pytest.mark.parametrize(
+    "question",
+    ["What changed in the budget?", "What changed at the meeting on 3 March?", "What changed at the board review?"],
+)
+def test_a_meeting_that_is_not_there_is_left_to_the_search(office, question):
+    assert answer(office, question)[0] is None

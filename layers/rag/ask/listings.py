@@ -1,8 +1,8 @@
 """Questions a listing answers, not quoted sentences: tasks due in a period, and what changed since a date.
 
-"Which tasks are due in May?" and "What changed since the first meeting?" ask for every item
-of a kind in a period; no sentence says that, so a search for similar sentences answers them
-badly. Without a chat model, ``listing_answer`` recognises these two shapes of question and
+"Which tasks are due in May?", "What changed since the first meeting?" and "What changed at the
+go/no-go review?" (``rag.ask.meeting_changes``) ask for every item of a kind in a period; no sentence says that, so a search for similar sentences answers them
+badly. Without a chat model, ``listing_answer`` recognises these shapes of question and
 answers from ``rag.search.tasks`` and ``rag.search.changes``: one cited line per item, dated,
 with its owner and status. Anything else (or a question whose period it cannot read, or that
 finds nothing) is left to the extractive answer: it returns ``None``.
@@ -35,20 +35,22 @@ _MONTH = "|".join(sorted(MONTHS, key=len, reverse=True))
 _ISO = r"(?P<iso>\d{4}-\d{2}-\d{2})"
 _MONTH_DAY = rf"(?P<month>{_MONTH})\.?(?:\s+(?P<day>\d{{1,2}})(?:st|nd|rd|th)?)?(?:,?\s+(?P<year>\d{{4}}))?"
 _DAY_MONTH = rf"(?P<day2>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?(?P<month2>{_MONTH})(?:,?\s+(?P<year2>\d{{4}}))?"
-_WHEN = rf"(?:{_ISO}|{_DAY_MONTH}|{_MONTH_DAY})\b"
+WHEN = rf"(?:{_ISO}|{_DAY_MONTH}|{_MONTH_DAY})\b"
 
 # A question asking for a list ("which tasks...", "what changed..."), not about one thing ("when is the report due...").
 _ASKS_FOR_A_LIST = re.compile(
     r"^\W*(?:which|what|list|show|tell me|are there|is there|anything|any|give me|summari[sz]e)\b", re.IGNORECASE
 )
 _TASKS = re.compile(r"\b(?:tasks?|action items?|to-?dos?|deliverables?|due|deadlines?)\b", re.IGNORECASE)
-_DUE = re.compile(rf"\b(?:due|deadlines?)\b[^?.]*?\b(?P<how>in|during|by|before|on|after|until)\s+{_WHEN}", re.IGNORECASE)
+_DUE = re.compile(rf"\b(?:due|deadlines?)\b[^?.]*?\b(?P<how>in|during|by|before|on|after|until)\s+{WHEN}", re.IGNORECASE)
 _CHANGED = re.compile(r"\b(?:changed?|changes|new|happened|updates?|moved on|progress)\b", re.IGNORECASE)
 _SINCE = re.compile(
-    rf"\bsince\s+(?:(?P<first>the\s+(?:first|kick-?off)(?:\s+meeting)?|(?:the\s+)?kick-?off)|{_WHEN})", re.IGNORECASE
+    rf"\bsince\s+(?:(?P<first>the\s+(?:first|kick-?off)(?:\s+meeting)?|(?:the\s+)?kick-?off)|{WHEN})", re.IGNORECASE
 )
 _LAST = re.compile(r"\b(?:in|over|during)\s+the\s+(?:last|past)\s+(?P<n>\d{1,3}|two|three|four)\s+(?P<unit>days?|weeks?)\b", re.I)
 _WORD_NUMBERS = {"two": 2, "three": 3, "four": 4}
+# "What changed at the go/no-go review?", "... at the meeting on 9 April?", "... at the December meeting?"
+_AT_MEETING = re.compile(r"\b(?:at|in|during|from)\s+(?:the\s+|our\s+|last\s+)?(?P<meeting>[^?]{3,80}?)\s*\??\s*$", re.I)
 
 
 def listing_answer(ctx: ToolContext, question: str, today: date) -> tuple[str, int] | None:
@@ -56,12 +58,18 @@ def listing_answer(ctx: ToolContext, question: str, today: date) -> tuple[str, i
     if not _ASKS_FOR_A_LIST.search(question):
         return None
     due = _DUE.search(question) if _TASKS.search(question) else None
-    changed = due is None and _CHANGED.search(question) and (_SINCE.search(question) or _LAST.search(question))
-    if not (due or changed):
+    changed = due is None and _CHANGED.search(question) is not None
+    since = changed and (_SINCE.search(question) or _LAST.search(question))
+    at = _AT_MEETING.search(question) if changed and not since else None
+    if not (due or since or at):
         return None  # (decided before any statement: most questions cost nothing here)
     projects = _projects(ctx)
     if not projects:
         return None
+    if at:
+        from rag.ask.meeting_changes import changes_at_meeting
+
+        return changes_at_meeting(ctx, projects, question, at.group("meeting"))
     return _tasks_due(ctx, projects, due) if due else _changes(ctx, projects, question, today)
 
 
@@ -81,7 +89,7 @@ def _tasks_due(ctx: ToolContext, projects: tuple[str, ...], due: re.Match[str]) 
     from rag.search.tasks import list_tasks
 
     how = due.group("how").lower()
-    month, day, year = _parts(due)
+    month, day, year = date_parts(due)
     if month is None:
         return None
     first: date | None
@@ -143,7 +151,7 @@ def _changes(ctx: ToolContext, projects: tuple[str, ...], question: str, today: 
         if since is None:
             continue
         changes = changes_between(ctx.conn, ctx.tenant_id, project, since=since, limit=MAX_LINES)
-        lines = _change_lines(ctx, changes)
+        lines = change_lines(ctx, changes)
         if lines:
             found += sum(len(items) for items in changes.values())
             title = f"{project}, meetings from {since} on" if len(projects) > 1 else f"Meetings from {since} on"
@@ -165,7 +173,7 @@ def _since(ctx: ToolContext, project: str, question: str, today: date) -> date |
             "SELECT min(meeting_date) FROM documents WHERE tenant_id = %s AND project_id = %s", (ctx.tenant_id, project)
         ).fetchone()
         return first[0] + timedelta(days=1) if first and first[0] else None
-    month, day, year = _parts(since)
+    month, day, year = date_parts(since)
     if month is None:
         return None
     if year is None:  # the latest such day up to the project's latest meeting
@@ -174,7 +182,7 @@ def _since(ctx: ToolContext, project: str, question: str, today: date) -> date |
     return date(year, month, day or 1)
 
 
-def _change_lines(ctx: ToolContext, changes: dict[str, list[dict[str, Any]]]) -> list[str]:
+def change_lines(ctx: ToolContext, changes: dict[str, list[dict[str, Any]]]) -> list[str]:
     lines: list[str] = []
 
     def cite(item: dict[str, Any], type_name: str) -> str:
@@ -217,7 +225,7 @@ def _change_lines(ctx: ToolContext, changes: dict[str, list[dict[str, Any]]]) ->
 # --- dates -------------------------------------------------------------------------------------------
 
 
-def _parts(match: re.Match[str]) -> tuple[int | None, int | None, int | None]:
+def date_parts(match: re.Match[str]) -> tuple[int | None, int | None, int | None]:
     """(month, day, year) of a matched date; a missing part is None."""
     groups = match.groupdict()
     if groups.get("iso"):
