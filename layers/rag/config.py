@@ -17,13 +17,13 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic_settings import BaseSettings
 
+from rag.settings_ask import AskSettings
 from rag.settings_reembed import ReembedSettings
 from rag.settings_sections import (
     DEFAULT_MODELS,
     LOCAL_MODEL_DIMENSIONS,
     REPO_ROOT,
     ApiSettings,
-    AskSettings,
     AwsSettings,
     DatabaseSettings,
     EmbeddingSettings,
