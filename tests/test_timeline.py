@@ -118,6 +118,16 @@ def test_handover_then_done_then_reschedule_apply_in_meeting_order():
     assert (state.assignee, state.due_date, state.status) == ("Raj Patel", date(2026, 3, 27), "done")
 
 
+def test_a_closed_risk_closes_the_same_risk_said_again_but_not_another_on_a_shared_word():
+    risks = [
+        TimedItem("risk", 1, at(2), words("big worri memori frame rate"), "My big worry is memory, not frame rate.", {}),
+        TimedItem("risk", 2, at(9), words("memori remain biggest"), "Memory remains the biggest risk.", {}),
+        TimedItem("risk", 3, at(9, 5), words("frame rate drop dock"), "The frame rate may drop when docked.", {}),
+    ]
+    timeline = link(risks, [change(20, at(16), "closed", "call memori problem close")])
+    assert timeline.risk_status == {1: "closed", 2: "closed", 3: "open"}
+
+
 def test_a_closed_risk_is_closed_and_a_task_change_never_closes_a_risk():
     risk = TimedItem("risk", 5, at(2), words("certif lab slot slip"), "certification could slip", {})
     other = TimedItem("risk", 6, at(2, 9), words("supplier cell late"), "cells late", {})

@@ -22,6 +22,8 @@ task about the BOM however differently the two are worded around it.
   A task extracted from the very words of a handover or a new date ("James, could you take
   over the grant application?") is that earlier task's follow-up, not a task of its own: it
   shows the earlier task's state and no later change is linked to it.
+- A risk closed ("I think we can call the memory problem closed") closes, with the risk it names, every other open
+  risk holding the words that named it: the same risk said again in other words ("Memory remains the biggest risk").
 """
 
 from __future__ import annotations
@@ -149,6 +151,9 @@ def link(items: Sequence[TimedItem], changes: Sequence[TimedChange], names: Iter
         if target is None:
             continue
         _apply(change, target, timeline)
+        if change.change == "closed":  # "the memory problem is closed": every open risk about memory, said again or not
+            for item in _restatements(change, target, sharing, timeline):
+                timeline.risk_status[item.id] = "closed"
         if change.change in ("reassigned", "rescheduled"):
             for item in candidates:
                 if item.kind == "task" and item.id != target.id and item.spans(change.at):
@@ -261,6 +266,19 @@ def _target(change: TimedChange, candidates: Sequence[TimedItem], timeline: Time
         if best is None or score >= best[0]:
             best = (score, item)
     return best[1] if best else None
+
+
+def _restatements(change: TimedChange, target: TimedItem, candidates: Sequence[TimedItem], timeline: Timeline) -> list[TimedItem]:
+    """The other open risks before ``change`` holding every word by which it named ``target``: the same risk said again."""
+    named = change.words & target.words
+    if not named:
+        return []
+    return [
+        item
+        for item in candidates
+        if item.kind == "risk" and item.id != target.id and item.at < change.at and not item.spans(change.at)
+        and _is_open(item, timeline) and named <= item.words
+    ]  # fmt: skip
 
 
 def _is_open(item: TimedItem, timeline: Timeline) -> bool:

@@ -79,7 +79,7 @@ def test_what_changed_since_a_date(office):
 
 @pytest.mark.parametrize(
     "question",
-    ["What did we decide about the move date?", "Who books the movers?", "Which tasks are open?", "What changed?",
+    ["What did we decide about the move date?", "Who books the movers?", "Which risks are still open?", "What changed?",
      "Which tasks are due in Smarch?", "What changed since forever?",
      "When is the seating plan due in January?", "Has the move date changed since the first meeting?"],
 )  # fmt: skip
@@ -131,3 +131,13 @@ def test_what_changed_at_a_meeting_named_by_its_date_or_its_title(office):
 )
 def test_a_meeting_that_is_not_there_is_left_to_the_search(office, question):
     assert answer(office, question)[0] is None
+
+
+def test_what_is_still_open_is_listed_from_the_later_meetings(office):
+    text, ctx = answer(office, "Which tasks are still open?")
+    assert text == (
+        "Open tasks, as the later meetings left them:\n"
+        '- Ines Duarte, due 2026-02-20 (overdue): "Ines Duarte: book Atlas for the move, due February 20." [1]'
+    )  # the removal quotes and the seating plan were reported done
+    assert ctx.citations.get(1).type == "task" and ctx.citations.get(1).meeting_date == date(2026, 2, 9)
+    assert answer(office, "What are the open action items?")[0] == text

@@ -49,6 +49,12 @@ def changes_of(text: str, speaker: str | None = "Lena Vogel") -> list[tuple[str,
         ("Then the glossary check is off my list.", [("cancelled", None)]),
         ("I'm closing the payroll risk as far as I'm concerned.", [("closed", None)]),
         ("I think we can call the memory problem closed.", [("closed", None)]),
+        ("So I'm calling the boiler risk closed.", [("closed", None)]),
+        ("The vendor lock-in problem is simply gone.", [("closed", None)]),
+        ("That's the parking worry gone too, then.", [("closed", None)]),
+        ("The mould isn't a problem after all.", [("closed", None)]),
+        ("Their backorder is somebody else's problem now.", [("closed", None)]),
+        ("That one's done, we can stop worrying about it.", [("closed", None), ("done", None)]),  # a risk or a task
         ("I'll take the trailer over.", [("reassigned", "Lena Vogel")]),
     ],
 )

@@ -54,9 +54,14 @@ _AT_MEETING = re.compile(r"\b(?:at|in|during|from)\s+(?:the\s+|our\s+|last\s+)?(
 
 
 def listing_answer(ctx: ToolContext, question: str, today: date) -> tuple[str, int] | None:
-    """A cited listing answering ``question`` (text, items) if it asks for tasks due in a period or what changed since."""
+    """A cited listing answering ``question`` (text, items) if it asks for tasks due in a period, what changed since a
+    date or at a meeting, or what is still open (``rag.ask.open_items``)."""
     if not _ASKS_FOR_A_LIST.search(question):
         return None
+    from rag.ask.open_items import open_items_answer
+
+    if (projects := _projects(ctx)) and (still_open := open_items_answer(ctx, projects, question, today)):
+        return still_open
     due = _DUE.search(question) if _TASKS.search(question) else None
     changed = due is None and _CHANGED.search(question) is not None
     since = changed and (_SINCE.search(question) or _LAST.search(question))

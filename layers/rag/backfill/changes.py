@@ -23,10 +23,10 @@ import re
 from collections.abc import Sequence
 from datetime import date
 
+from rag.backfill.cues import CLOSED
 from rag.backfill.due_dates import due_date
 from rag.backfill.models import KnowledgeChange
-from rag.backfill.rules import clean
-from rag.backfill.text import clip
+from rag.backfill.text import clean, clip
 from rag.backfill.units import Unit
 from rag.people import People
 
@@ -118,16 +118,6 @@ RESCHEDULED = _any(
     r"reschedul(?:e|ed|ing)|shift(?:ed|ing)?)\b.{0,60}\b(?:to|until|till)\b",
     r"\b(?:now|new)\s+(?:due|deadline|date)\b",
     r"\binstead\s+of\b",
-)
-CLOSED = _any(
-    r"\b(?:risk|concern|issue|worry|problem|fear|threat|that\s+one|this\s+one)\b.{0,40}?\b(?:is|are|'s|as|be)\s+"
-    r"(?:now\s+)?(?:closed|gone|resolved|retired|mitigated|off\s+the\s+table|behind\s+us)\b",
-    r"\b(?:call|consider|mark)\b.{0,50}\b(?:risk|concern|issue|problem|worry|one)\s+(?:as\s+)?closed\b",
-    r"\bno\s+longer\s+(?:a\s+|an\s+)?(?:risk|concern|issue|worry|problem)\b",
-    r"\bnot\s+(?:a\s+|an\s+)?(?:risk|concern|issue|worry|problem)\s+any\s*more\b",
-    r"\b(?:clos(?:e|ing)|retir(?:e|ing))\s+(?:that|this|the)\b.{0,40}?\b(?:risk|concern|worry|issue|one)\b",
-    r"^(?:so\s+)?no\s+(?:clash|conflict)\b",
-    r"\bnothing\s+to\s+worry\s+about\b",
 )
 
 

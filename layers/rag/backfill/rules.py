@@ -54,6 +54,7 @@ from rag.backfill.cues import (
     ACTION_ITEM,
     ASKS_TO_TALK,
     BARE_MARKER,
+    CLOSED,
     CLOSING_MARKER,
     CONCLUDES,
     CONDITIONAL_RISK,
@@ -154,6 +155,8 @@ def _states_a_decision(core: str, raw: str, concluding: bool, is_task: bool, lea
 
 
 def _states_a_risk(core: str) -> bool:
+    if CLOSED.search(core):  # "so I'm calling the delivery risk closed": a report on a risk, no new one
+        return False
     if conditional := CONDITIONAL_RISK.search(core):
         if HARM.search(conditional["then"]):
             return True
