@@ -146,6 +146,9 @@ def test_plain_statements_of_decisions_and_conditional_risks(text, kinds):
         ("I'll remind everyone that phones stay off.", []),
         ("I'll just mention the parking situation.", []),
         ("I'll try and be quick.", []),
+        ("I'll only believe it after the pre-check, though.", []),  # a belief, no work
+        ("Luis, happy Thanksgiving for tomorrow.", []),  # a greeting, with a date in it
+        ("Luis, send the contract by tomorrow.", ["task"]),
     ],
 )
 def test_duties_procedure_and_questions_are_not_tasks(text, kinds):

@@ -198,7 +198,7 @@ OPPORTUNITY = _any(
 # Verbs of running the conversation itself ("I'll start", "I'll pick up on that"), never tasks; "I'll have a
 # prototype ready" and "I'll bring two samples" are ("I'll have to say", "I'll bring up" are not).
 MEETING_VERBS = (
-    r"be|say|admit|bet|guess|think|have\s+to|go\s+with|leave|see|tell\s+you\s+what|start|begin|pick|come|bring\s+(?:up|in)"
+    r"be|say|admit|bet|guess|think|believe|only\s+believe|have\s+to|go\s+with|leave|see|tell\s+you\s+what|start|begin|pick|come|bring\s+(?:up|in)"
     r"|ask\s+(?:you|everyone|all|a\s+question)|try\s+to\s+(?:answer|explain|be|keep|summari[sz]e|clarify|remember)"
     r"|pursue|move|hand|turn|stop|explain|answer|repeat|continue|make\s+an\s+example|keep\s+it|go\s+(?:on|back|through)"
     r"|remind|presume|assume|mention|note|summari[sz]e|introduce|wrap\s+up|show\s+(?:you|that|this)"
@@ -237,7 +237,7 @@ WE_NEED_TO = re.compile(r"(?<!\bdo\s)\bwe\s+need\s+to\s+\w+", re.I)  # not "do w
 VOCATIVE_ORDER = re.compile(
     r"^(?P<name>[A-Z][a-z]+(?:\s+[A-Z][a-z]+)?),\s+(?!(?:what|how|why|when|where|who|which|do|does|did|is|are|was|were|you|"
     r"your|I|we|it|that|this|the|a|an|thanks|thank|yes|no|sorry|right|okay|so|and|but|good|great|any|anything|have|has|"
-    r"would|could|can|will|just|over|welcome|go\s+ahead)\b)[a-z]+\b"
+    r"would|could|can|will|just|over|welcome|go\s+ahead|happy|merry|congrat\w*|hi|hello|morning|hey|well)\b)[a-z]+\b"
 )
 # A request addressed to someone in the room (not a commitment, not "we need to").
 REQUEST_OF_SOMEONE = re.compile(r"^(?:\w+(?:\s+\w+)?,\s+)?(?:please|can\s+you|could\s+you|would\s+you)\b|\bplease\s+\w+", re.I)
