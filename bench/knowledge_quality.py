@@ -436,10 +436,10 @@ def _oracle_server(folders: Sequence[Path]) -> Iterator[Callable[[Any], Any]]:
     os.environ.setdefault("OPENAI_API_KEY", "sk-oracle-not-a-real-key")
     with FakeOpenAI() as server:
         server.chat_responder = OracleModel([folder / "labels.jsonl" for folder in folders])
-        yield lambda settings: settings.model_copy(
-            update={"llm_provider": "openai", "openai_base_url": server.base_url, "llm_model": "oracle"}
-        )
+        yield lambda settings: settings.with_values(llm_provider="openai", openai_base_url=server.base_url, llm_model="oracle")
         print(f"  oracle answered {server.chat_responder.answered} extraction requests", flush=True)
+        if not server.chat_responder.answered:  # the extract stage ran without the model: its figures would be offline ones
+            raise SystemExit("the oracle model was never asked: the extract stage did not get its chat model settings")
 
 
 def _measure(
