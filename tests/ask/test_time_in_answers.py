@@ -70,6 +70,14 @@ def test_an_extracted_item_is_quoted_with_its_speaker_and_status_not_its_kind(of
     assert sentence.startswith('- Ines Duarte, 2026-02-09: "book Atlas')  # a notes bullet's name, not "- Ines Duarte"
 
 
+def test_a_task_said_by_someone_else_names_who_owes_it(office):
+    status, body = call("POST", "/v1/ask", {"question": "Who is doing the seating plan?", "project_ids": ["office"]})
+
+    assert status == 200, body
+    tasks = [line for line in body["answer"].splitlines() if line.startswith("- ") and "(task" in line]
+    assert any(line.startswith("- Ines Duarte (task, done, due 2026-01-16, owner Mark Feld), ") for line in tasks), body["answer"]
+
+
 def test_the_search_tool_ranks_current_before_superseded_and_marks_each(office, local_embedder):
     from rag.ask.tool_context import ToolContext
     from rag.ask.tools import TOOLS

@@ -160,7 +160,11 @@ def _quoted(ctx: ToolContext, chosen: list[Sentence], quotes: int) -> str:
             day = passage.meeting_date.isoformat() if passage.meeting_date else None
             head = f"{who}{', ' + day if day else ''}: " if who else (f"{day}: " if day else "")
         else:
-            head = label(passage.type, passage.speakers or _named(metadata), state, passage.meeting_date)
+            who_said = passage.speakers or _named(metadata)
+            owner = (metadata or {}).get("assignee") if passage.type == "task" else None
+            if owner and owner not in who_said:  # handed over, or assigned by someone else: who owes it now
+                state = f"{state}, owner {owner}" if state else f"owner {owner}"
+            head = label(passage.type, who_said, state, passage.meeting_date)
         return f'- {head}"{ctx.redact(text)}" [{n}]'
 
     lines: list[str] = []
