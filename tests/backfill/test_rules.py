@@ -242,17 +242,21 @@ def test_a_first_word_is_a_person_only_when_the_meeting_knows_them():
     assert [m.kind for m in classify("Omar will rerun the soak test.", None, people=People.of([]))] == ["task"]
 
 
+def _turns(*said: tuple[int, str, str]) -> list[Unit]:
+    units, start = [], 0
+    for turn, speaker, text in said:
+        units.append(Unit(start, start + len(text), text, turn, speaker))
+        start += len(text) + 1
+    return units
+
+
 def test_a_decision_said_twice_in_one_turn_is_one_and_a_deadline_may_follow_its_task():
-    texts = [
+    units = _turns(
         (0, "Maria", "Then let's stay with what works."),
         (0, "Maria", "The gala goes back to the Grand Pier Ballroom."),
         (1, "Aisha", "I'll build the staffing templates as soon as the sandbox is up."),
         (1, "Aisha", "By February 10th, if it arrives when Greg says."),
-    ]
-    units, start = [], 0
-    for turn, speaker, text in texts:
-        units.append(Unit(start, start + len(text), text, turn, speaker))
-        start += len(text) + 1
+    )
     items = extract_by_rules(units, segment_id=1, meeting_date=date(2026, 1, 27))
     [decision] = [i for i in items if i.kind == "decision"]
     assert decision.description == "The gala goes back to the Grand Pier Ballroom."
@@ -265,14 +269,6 @@ def test_after_a_bare_okay_the_chair_settles_the_plan():
     units = [Unit(0, 5, "Okay.", 3, "Maria"), Unit(6, 50, "Nights will join in phase two.", 3, "Maria")]
     assert [i.kind for i in extract_by_rules(units, None, None)] == ["decision"]
     assert [i.kind for i in extract_by_rules(units[1:], None, None)] == []
-
-
-def _turns(*said: tuple[int, str, str]) -> list[Unit]:
-    units, start = [], 0
-    for turn, speaker, text in said:
-        units.append(Unit(start, start + len(text), text, turn, speaker))
-        start += len(text) + 1
-    return units
 
 
 def test_the_meeting_leader_settles_what_was_proposed_by_concluding_it():
