@@ -47,6 +47,10 @@ def rows(items):
         ("Decisions", ("decision",)),
         ("Decisions made", ("decision",)),
         ("Key decisions", ("decision",)),
+        ("Agreed today", ("decision",)),  # the qualifier is the kind's own word
+        ("What we agreed", ("decision",)),
+        ("Outcomes", ("decision",)),
+        ("Agreed actions", ("task",)),
         ("DECISION LOG", ("decision",)),
         ("3. Agreements", ("decision",)),
         ("Risks", ("risk",)),

@@ -22,7 +22,7 @@ from rag.backfill.models import ItemKind
 TITLE_KINDS: dict[str, ItemKind] = {
     **dict.fromkeys(
         ("decision", "decisions", "decision log", "agreed", "agreement", "agreements", "resolution", "resolutions",
-         "conclusion", "conclusions", "what we decided", "decided"), "decision"),
+         "conclusion", "conclusions", "what we decided", "what we agreed", "decided", "outcome", "outcomes"), "decision"),
     **dict.fromkeys(
         ("risk", "risks", "issue", "issues", "concern", "concerns", "blocker", "blockers", "threat", "threats",
          "risk register"), "risk"),
@@ -54,7 +54,16 @@ def title_kinds(title: str) -> tuple[ItemKind, ...]:
     for part in TITLE_PARTS.split(words):
         if not part or part in COMPANIONS:
             continue
-        kind = TITLE_KINDS.get(part) or TITLE_KINDS.get(TRAILING_QUALIFIERS.sub("", LEADING_QUALIFIERS.sub("", part)))
+        # "Key decisions", "Risks raised", and "Agreed today": a qualifier may be the kind's own word
+        trimmed = TRAILING_QUALIFIERS.sub("", part)
+        kind = next(
+            (
+                TITLE_KINDS[t]
+                for t in (part, trimmed, TRAILING_QUALIFIERS.sub("", LEADING_QUALIFIERS.sub("", part)))
+                if t in TITLE_KINDS
+            ),
+            None,
+        )
         if kind is None:
             return ()
         if kind not in kinds:
