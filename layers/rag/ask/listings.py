@@ -58,19 +58,20 @@ def listing_answer(ctx: ToolContext, question: str, today: date) -> tuple[str, i
     date or at a meeting, or what is still open (``rag.ask.open_items``)."""
     if not _ASKS_FOR_A_LIST.search(question):
         return None
-    from rag.ask.open_items import open_items_answer
+    from rag.ask.open_items import asked_for_open, open_items_answer
 
-    if (projects := _projects(ctx)) and (still_open := open_items_answer(ctx, projects, question, today)):
-        return still_open
-    due = _DUE.search(question) if _TASKS.search(question) else None
-    changed = due is None and _CHANGED.search(question) is not None
+    still_open = asked_for_open(question)
+    due = _DUE.search(question) if not still_open and _TASKS.search(question) else None
+    changed = not still_open and due is None and _CHANGED.search(question) is not None
     since = changed and (_SINCE.search(question) or _LAST.search(question))
     at = _AT_MEETING.search(question) if changed and not since else None
-    if not (due or since or at):
+    if not (still_open or due or since or at):
         return None  # (decided before any statement: most questions cost nothing here)
     projects = _projects(ctx)
     if not projects:
         return None
+    if still_open:
+        return open_items_answer(ctx, projects, still_open, today)
     if at:
         from rag.ask.meeting_changes import changes_at_meeting
 

@@ -1,9 +1,9 @@
 """What is still open: "Which risks are still open?", "What are the open action items?".
 
-No sentence of a meeting lists what is open after every meeting; the project's brief (``rag.search.brief``) does:
-the risks no later meeting closed and the tasks no later meeting reported done or cancelled. Without a chat model
-``open_items_answer`` answers these questions from it, one cited line an item, newest meeting first (tasks by owner,
-overdue first). Other questions: ``None``.
+No sentence of a meeting lists what is open after every meeting; the project's brief does
+(``rag.search.brief.standing_items``): the risks no later meeting closed and the tasks no later meeting reported
+done or cancelled. Without a chat model ``open_items_answer`` answers these questions from it, one cited line an
+item, newest meeting first (tasks by owner, overdue first); ``asked_for_open`` tells them from other questions.
 """
 
 from __future__ import annotations
@@ -28,20 +28,22 @@ _TASKS = re.compile(
 )
 
 
-def open_items_answer(ctx: ToolContext, projects: tuple[str, ...], question: str, today: date) -> tuple[str, int] | None:
-    """A cited listing of the open risks or tasks of ``projects`` if ``question`` asks for them."""
-    kind = "risk" if _RISKS.search(question) else "task" if _TASKS.search(question) else None
-    if kind is None:
-        return None
-    from rag.search.brief import project_brief
+def asked_for_open(question: str) -> str | None:
+    """``risk`` or ``task`` when ``question`` asks what of that kind is still open, else None (no statement run)."""
+    return "risk" if _RISKS.search(question) else "task" if _TASKS.search(question) else None
+
+
+def open_items_answer(ctx: ToolContext, projects: tuple[str, ...], kind: str, today: date) -> tuple[str, int] | None:
+    """A cited listing of the open risks or tasks (``kind``) of ``projects``; None when there are none."""
+    from rag.search.brief import standing_items
 
     lines: list[str] = []
     for project in projects:
-        brief = project_brief(ctx.conn, ctx.tenant_id, project, today=today, limit=MAX_LINES)
+        standing = standing_items(ctx.conn, ctx.tenant_id, project, today=today, limit=MAX_LINES)
         if kind == "risk":
-            lines += [_risk_line(ctx, risk) for risk in brief["risks"]]
+            lines += [_risk_line(ctx, risk) for risk in standing["risks"]]
         else:
-            lines += [_task_line(ctx, task) for group in brief["tasks_by_owner"] for task in group["tasks"]]
+            lines += [_task_line(ctx, task) for group in standing["tasks_by_owner"] for task in group["tasks"]]
     if not lines:
         return None
     title = "Open risks" if kind == "risk" else "Open tasks"

@@ -44,6 +44,18 @@ def project_brief(
 
     What changed covers meetings from ``since``, by default ``days`` before ``today``.
     """
+    since = since or today - timedelta(days=days)
+    return {
+        "project_id": project_id,
+        "today": today,
+        "since": since,
+        **standing_items(conn, tenant_id, project_id, today=today, limit=limit),
+        "changes": changes_between(conn, tenant_id, project_id, since=since, until=today, limit=limit),
+    }
+
+
+def standing_items(conn: psycopg.Connection, tenant_id: str, project_id: str, *, today: date, limit: int) -> dict[str, Any]:
+    """Where the project stands: its current decisions, open risks and open tasks by owner (``overdue`` against ``today``)."""
     from psycopg.rows import dict_row
 
     from rag.search.tasks import list_tasks
@@ -59,16 +71,11 @@ def project_brief(
             prepare=False,
         ).fetchall()
     tasks = list_tasks(conn, tenant_id, project_id=project_id, status="open", limit=limit)
-    since = since or today - timedelta(days=days)
     return {
-        "project_id": project_id,
-        "today": today,
-        "since": since,
         "decisions": decisions,
         "risks": risks,
         "tasks_by_owner": _by_owner(tasks, today),
         "overdue_tasks": sum(1 for t in tasks if _overdue(t, today)),
-        "changes": changes_between(conn, tenant_id, project_id, since=since, until=today, limit=limit),
     }
 
 
