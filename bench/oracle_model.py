@@ -10,7 +10,9 @@ description"). It answers as a model that agrees with the note-taker would:
   ``statement``, with the owner who first took it (``assigned_to``), the first due date said
   (``first_due``), and for a decision the E-label of the earlier decision it replaces;
 - every later mention a label lists (``updates``) that is on one of the lines and reports the item
-  done, cancelled, handed over, rescheduled or closed, as a change of that item's E-label.
+  done, cancelled, handed over, rescheduled or closed, as a change of that item's E-label;
+- asked which earlier decision the decisions a notes section lists replace ("L1: description"), the
+  E-label of the one each labelled decision replaces.
 
 So the figures it produces measure what the pipeline around the model keeps of right answers: the
 structured-output schema and its parsing, the mapping of lines back to turns and characters, the
@@ -27,6 +29,7 @@ from typing import Any
 
 NUMBERED = re.compile(r"^\[(\d+)\] (.*)$", re.MULTILINE)
 EARLIER = re.compile(r"^(E\d+) \((\w+), [^)]*\): (.*)$", re.MULTILINE)
+LISTED = re.compile(r"^(L\d+): (.*)$", re.MULTILINE)
 MEETING_DATE = re.compile(r"^Meeting date: (\d{4}-\d{2}-\d{2})$", re.MULTILINE)
 CHANGES = {"done": "done", "cancelled": "cancelled", "handed_over": "reassigned", "reassigned": "reassigned",
            "rescheduled": "rescheduled", "closed": "closed"}  # fmt: skip
@@ -51,9 +54,12 @@ class OracleModel:
 
     def __call__(self, body: dict[str, Any]) -> dict[str, Any]:
         schema = body["response_format"]["json_schema"]["name"]
-        if schema != "ProposedKnowledge":
-            raise ValueError(f"the oracle answers extraction only, not {schema}")
         prompt = body["messages"][1]["content"]
+        if schema == "ListedDecisionLinks":
+            self.answered += 1
+            return self._listed_links(prompt)
+        if schema != "ProposedKnowledge":
+            raise ValueError(f"the oracle answers extraction and listed links only, not {schema}")
         day = MEETING_DATE.search(prompt)
         lines = {int(n): _normal(text) for n, text in NUMBERED.findall(prompt)}
         earlier = {_normal(description): (label, kind) for label, kind, description in EARLIER.findall(prompt)}
@@ -78,6 +84,27 @@ class OracleModel:
                     )  # fmt: skip
         self.answered += 1
         return answer
+
+    def _listed_links(self, prompt: str) -> dict[str, Any]:
+        """For each listed decision (``L<n>: description``, the notes' words) that is a label's, the E-label of
+        the earlier decision that label replaces."""
+        day = MEETING_DATE.search(prompt)
+        earlier = {_normal(description): (label, kind) for label, kind, description in EARLIER.findall(prompt)}
+        links = []
+        for listed, description in LISTED.findall(prompt):
+            words = _normal(description)
+            for label in self.labels:
+                if not (day and label["meeting"].startswith(day.group(1)) and label["kind"] == "decision"):
+                    continue
+                if _normal(label["quote"]) not in words:
+                    continue
+                replaced = next((e for e in self.labels
+                                 if e["project"] == label["project"] and e.get("superseded_by") == label["id"]), None)  # fmt: skip
+                target = self._earlier(replaced, earlier) if replaced else None
+                if target is not None:
+                    links.append({"listed": listed, "supersedes": target[0]})
+                    break
+        return {"links": links}
 
     @staticmethod
     def _earlier(label: dict[str, Any], earlier: dict[str, tuple[str, str]]) -> tuple[str, str] | None:

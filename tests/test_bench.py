@@ -241,7 +241,14 @@ def test_the_oracle_model_answers_what_the_labels_say_of_the_lines_it_is_shown(t
     assert [(c["first"], c["item"], c["change"], c["new_owner"]) for c in second["changes"]] == [
         (4, "E2", "reassigned", "Ines Duarte"), (1, "E2", "done", None)
     ]  # fmt: skip
-    with pytest.raises(ValueError, match="extraction only"):
+    listed = oracle({
+        "response_format": {"json_schema": {"name": "ListedDecisionLinks"}},
+        "messages": [{}, {"content": "Earlier items of this project that are still current or open:\n"
+                                     "E1 (decision, 2026-01-12): Move on March 2\n\nMeeting date: 2026-01-26\n"
+                                     "Decisions these notes list:\nL1: Budget stays.\nL2: We go March 16 instead."}],
+    })  # fmt: skip
+    assert listed == {"links": [{"listed": "L2", "supersedes": "E1"}]}
+    with pytest.raises(ValueError, match="extraction and listed links only"):
         oracle({"response_format": {"json_schema": {"name": "ProposedSegmentation"}}, "messages": [{}, {"content": ""}]})
 
 

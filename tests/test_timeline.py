@@ -164,3 +164,12 @@ def test_names_dates_and_contractions_are_not_what_a_task_is_about():
     assert link(items, changes, names=["dana", "kim"]).change_targets == {10: None}
     changes = [change(11, at(9), "done", "bom went last thursday")]
     assert link(items, changes, names=["dana", "kim"]).change_targets == {11: ("task", 1)}
+
+
+def test_a_models_answer_that_a_decision_replaces_nothing_is_not_overruled_by_shared_words():
+    items = [
+        decision(1, at(2), "furnitur budget 40k euro chair"),
+        decision(2, at(9), "furnitur budget 40k euro kitchen also", supersedes=None),  # shown decision 1, named none
+        decision(3, at(9, 40), "furnitur budget 40k euro kitchen also"),  # no model asked: the words decide
+    ]
+    assert link(items, []).superseded_by == {1: 3, 2: None, 3: None}

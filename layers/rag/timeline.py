@@ -14,7 +14,7 @@ task about the BOM however differently the two are worded around it.
   besides confirming ones, and no change cue) is a restatement: it supersedes nothing, and
   whatever later replaces it replaces the original too. A chat model's proposed link
   (``stated["supersedes"]``: the earlier decision's description) is taken when it names an
-  earlier current decision.
+  earlier current decision; its ``null`` (it was shown the earlier decisions and named none) links nothing.
 - A change statement ("I sent the BOM on Friday", "Raj, could you take the runbook over?",
   "the certification risk is gone") changes the open task or risk of an earlier moment whose
   subject it shares most, counting the words of the statement and, at half weight, of what was
@@ -187,6 +187,8 @@ def _link_decisions(decisions: Sequence[TimedItem], timeline: Timeline, weights:
         timeline.superseded_by[later.id] = None
         before = decisions[:position]
         proposal = later.stated.get("supersedes")
+        if "supersedes" in later.stated and proposal is None:
+            continue  # a model was shown the earlier decisions and said it replaces none of them
         named = _proposed(proposal, current_before(later, before)) if proposal else None
         sharing = [decisions[p] for p in positions_sharing(by_word, _topic(later.words)) if p < position]
         earlier = named or _closest_decision(later, current_before(later, sharing), weights)

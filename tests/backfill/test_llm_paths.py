@@ -537,3 +537,53 @@ def test_with_a_model_a_change_listed_in_a_notes_section_is_still_found(
     assert linked.fetchall() == [("done", "rules", "task", "- Mark Feld sent the three removal quotes to Ines on Friday.")]
     quotes = db.execute("SELECT status FROM tasks WHERE description ILIKE '%%quotes%%'").fetchall()
     assert quotes == [("done",)]
+
+
+def test_with_a_model_a_decision_listed_in_notes_links_to_what_the_model_says_it_replaces(
+    db, local_embedder, fake, llm_settings, settings, tmp_path
+):
+    """Decisions under "## Decisions" are taken as listed; the model is asked, in one call, which earlier decision
+    each replaces (L1 -> E1). One it leaves out replaces nothing, even where it shares words with an earlier one."""
+    kickoff = sorted((FIXTURES / "timeline").iterdir())[0]
+    notes = tmp_path / "2026-02-09-office-move-notes.md"
+    notes.write_text(
+        "# Office move notes\n\nThe landlord sent the floor plans.\n\n## Decisions\n\n"
+        "- The move to Harbor Street is on March 16, two weeks later.\n"
+        "- The furniture budget of forty thousand euros also pays for the kitchen.\n"
+    )
+    for path in (kickoff, notes):
+        ingest_file(db, path, local_embedder, project="office", meeting_date=date.fromisoformat(path.name[:10]))
+    for stage in ("segment", "embed"):
+        run_named_stage(db, settings, stage, 10, embedder=local_embedder)
+    run_named_stage(db, settings, "extract", 1, embedder=local_embedder)  # the kickoff, offline
+    earlier = db.execute("SELECT description FROM decisions ORDER BY start_char").fetchall()
+    assert [d for (d,) in earlier] == [
+        "We decided to move into the Harbor Street office on March 2.",
+        "We decided the furniture budget is forty thousand euros, including the meeting room chairs.",
+    ]
+    fake.chat_responses += [
+        {"decisions": [], "risks": [], "opportunities": [], "tasks": [], "changes": []},  # the notes' other lines
+        {"links": [{"listed": "L1", "supersedes": "E1"}, {"listed": "L9", "supersedes": "E2"}]},  # L9: no such line
+    ]
+
+    assert run_named_stage(db, llm_settings, "extract", 10, embedder=local_embedder).processed == 1
+
+    extraction, linking = chat_requests(fake)
+    assert "Harbor Street is on March 16" not in extraction["body"]["messages"][1]["content"]
+    assert linking["body"]["response_format"]["json_schema"]["name"] == "ListedDecisionLinks"
+    assert linking["body"]["messages"][1]["content"] == (
+        "Earlier items of this project that are still current or open:\n"
+        "E1 (decision, 2026-01-12): We decided to move into the Harbor Street office on March 2.\n"
+        "E2 (decision, 2026-01-12): We decided the furniture budget is forty thousand euros, including the meeting "
+        "room chairs.\n\n"
+        "Meeting date: 2026-02-09\n"
+        "Decisions these notes list:\n"
+        "L1: The move to Harbor Street is on March 16, two weeks later.\n"
+        "L2: The furniture budget of forty thousand euros also pays for the kitchen."
+    )  # only decisions: risks and tasks are not what a listed decision replaces
+    rows = db.execute("SELECT id, description, status, superseded_by, stated FROM decisions ORDER BY id").fetchall()
+    march_2, budget, march_16, kitchen = rows
+    assert (march_2[2], march_2[3]) == ("superseded", march_16[0])
+    assert march_16[4] == {"supersedes": march_2[1]}
+    assert (budget[2], budget[3]) == ("current", None)
+    assert kitchen[4] == {"supersedes": None}  # the model's answer: it replaces nothing

@@ -21,6 +21,7 @@ from pydantic import BaseModel, Field
 from rag.backfill import repository
 from rag.backfill.changes import detect_changes
 from rag.backfill.documents import ClaimedDocument
+from rag.backfill.earlier_items import earlier_items_prompt, link_listed, named_earlier
 from rag.backfill.errors import LLMOutputError
 from rag.backfill.models import KnowledgeChange, KnowledgeItem, StoredSegment
 from rag.backfill.rules import extract_by_rules
@@ -69,6 +70,8 @@ class ExtractStage(ModelStage):
             changes.extend(detect_changes(unread, segment.id, document.meeting_date, people))
         # "I'd call the bricking risk closed" mentions a risk to close it, not to raise one; "Mark sent the
         # quotes" under Action items reports a task done, it is no new task.
+        if with_llm:  # what a listed decision replaces, as the model says (its own decisions already say it)
+            items = link_listed(items, earlier, document.meeting_date, self.settings)
         reports = {"risk": [c for c in changes if c.change == "closed"],
                    "task": [c for c in changes if c.change in ("done", "cancelled")]}  # fmt: skip
         items = [owned(item, people) for item in items if not _at_any(item, reports.get(item.kind, []))]
@@ -171,17 +174,6 @@ class Extracted:
     changes: list[KnowledgeChange]
 
 
-def earlier_items_prompt(earlier: Sequence[repository.EarlierItem]) -> str:
-    """The project's earlier open items as the model sees them: ``E<n> (kind, date): description``."""
-    if not earlier:
-        return ""
-    lines = [
-        f"E{n} ({item.kind}, {item.meeting_date.isoformat() if item.meeting_date else 'undated'}): {item.description}"
-        for n, item in enumerate(earlier, 1)
-    ]
-    return "Earlier items of this project that are still current or open:\n" + "\n".join(lines) + "\n\n"
-
-
 def extract_with_llm(
     document: ClaimedDocument,
     segment: StoredSegment,
@@ -223,8 +215,8 @@ def extract_with_llm(
             fields = proposed.model_dump(exclude={"first", "last", "evidence", "description", *LINK_FIELDS})
             if kind == "task":
                 fields["due_date"] = _iso_date(fields.get("due_date"))
-            if kind == "decision":
-                fields["supersedes"] = _earlier(proposed.supersedes, earlier, "decision")
+            if kind == "decision" and any(item.kind == "decision" for item in earlier):  # else it was asked nothing
+                fields["supersedes"] = named_earlier(proposed.supersedes, earlier, "decision")
             items.append(
                 KnowledgeItem(
                     kind=kind,
@@ -239,7 +231,7 @@ def extract_with_llm(
     changes = []
     for proposed_change in answer.changes:
         wanted = "risk" if proposed_change.change == "closed" else "task"
-        target = _earlier(proposed_change.item, earlier, wanted)
+        target = named_earlier(proposed_change.item, earlier, wanted)
         if target is None:
             continue  # names no earlier item of the kind it changes: nothing to link
         covered = covered_by(f"change of {proposed_change.item}", proposed_change.first, proposed_change.last)
@@ -275,15 +267,6 @@ def _place(covered: Sequence[Unit]) -> dict[str, Any]:
 def _line_number(unit: Unit, position: int, by_turn: bool) -> int:
     """The number the model saw for a unit's line: its turn's (transcripts) or its position (documents)."""
     return unit.turn if by_turn and unit.turn is not None else position
-
-
-def _earlier(label: str | None, earlier: Sequence[repository.EarlierItem], kind: str) -> str | None:
-    """The description of the earlier item ``label`` (``E<n>``) names, if it is one of ``kind``."""
-    digits = (label or "").strip().upper().removeprefix("E")
-    if not digits.isdigit() or not 1 <= int(digits) <= len(earlier):
-        return None
-    item = earlier[int(digits) - 1]
-    return item.description if item.kind == kind else None
 
 
 def _iso_date(value: str | None) -> date | None:

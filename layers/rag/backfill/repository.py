@@ -169,7 +169,9 @@ def _linked_values(item: KnowledgeItem) -> tuple[Any, ...]:
     from psycopg.types.json import Jsonb
 
     stated = {name: _own_value(item, name) for name in STATED_FIELDS[item.kind]}
-    return (Jsonb({k: v.isoformat() if isinstance(v, date) else v for k, v in stated.items() if v is not None}),)
+    # A model's "supersedes": null is an answer (it replaces nothing it was shown), kept apart from no answer.
+    kept = {k: v for k, v in stated.items() if v is not None or (k == "supersedes" and k in item.fields)}
+    return (Jsonb({k: v.isoformat() if isinstance(v, date) else v for k, v in kept.items()}),)
 
 
 def replace_changes(conn: psycopg.Connection, document: ClaimedDocument, changes: Sequence[KnowledgeChange]) -> int:
