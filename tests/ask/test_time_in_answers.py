@@ -157,3 +157,29 @@ def test_the_mcp_servers_instructions_carry_today_and_the_rule_of_time(local_api
 
     assert f"Today is {datetime.now(UTC).date().isoformat()}." in instructions
     assert "later meeting overrides an earlier one" in instructions and "superseded" in instructions
+
+
+def test_a_quoted_risk_or_task_is_followed_by_what_a_later_meeting_said_of_it_cited_there(office):
+    status, body = call("POST", "/v1/ask", {"question": "Is the network cabling risk still open?", "project_ids": ["office"]})
+
+    assert status == 200, body
+    lines = body["answer"].splitlines()
+    risk_at = next(i for i, line in enumerate(lines) if line.startswith("- ") and "(risk, closed), 2026-01-12" in line)
+    closed = lines[risk_at + 1]
+    assert closed.startswith('  - Closed 2026-01-26 (Mark Feld): "Also, the landlord finished the network cabling'), body[
+        "answer"
+    ]
+    cited = {c["n"]: c for c in body["citations"]}
+    n = int(re.search(r"\[(\d+)\]$", closed).group(1))
+    assert (cited[n]["meeting_date"], cited[n]["start_turn"]) == ("2026-01-26", 3)
+    assert sum("Closed 2026-01-26" in line for line in lines) == 1  # once, however often the risk is quoted
+
+
+def test_a_task_done_after_a_handover_shows_both_statements_in_meeting_order(office):
+    status, body = call("POST", "/v1/ask", {"question": "Who is doing the seating plan?", "project_ids": ["office"]})
+
+    assert status == 200, body
+    statements = [line.split(":")[0] for line in body["answer"].splitlines() if line.startswith("  - ")]
+    assert statements[:2] == ["  - Handed over to Mark Feld 2026-01-26 (Ines Duarte)", "  - Reported done 2026-02-09"], body[
+        "answer"
+    ]

@@ -5,7 +5,8 @@ scope; the sentences of the passages that are evidence (``rag.ask.evidence``) ar
 search's own model and the closest ones to the question (of near-equals, the later meeting's and the one holding
 the kind of answer asked for) are quoted with their speaker, each
 cited down to its own turn and character range: at most ``ask_extractive_sentences``, at most
-two from one passage, never a question or a sentence under five words. No evidence: the
+two from one passage, never a question or a sentence under five words. A quoted task or risk is
+followed by what later meetings said of it (``rag.ask.item_changes``). No evidence: the
 answer says so.
 """
 
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from rag.ask.answer_types import asked_for, share_held
 from rag.ask.citations import Passage
+from rag.ask.item_changes import change_line, later_changes
 from rag.ask.search_tools import search_hits
 from rag.ask.sentences import sentence_spans
 from rag.ask.tool_context import ToolContext
@@ -33,6 +35,7 @@ NOT_FOUND = "I found nothing in the meetings and documents you can access that a
 CANDIDATE_HITS = 6
 MAX_CANDIDATE_SENTENCES = 60
 MIN_WORDS = 5  # shorter ones ("Noted as a risk.") say little on their own
+TIMED_TABLES = {"decision": "decisions", "risk": "risks", "task": "tasks"}  # the kinds later meetings change
 MIN_SENTENCE_SIMILARITY = 0.3  # past the first quote, a sentence further from the question adds nothing
 _SPEAKER = re.compile(r"^\s*(?:[-*]\s+)?([^:\n]{1,60}):\s")  # "Dana:", or a notes bullet "- Dana:"
 
@@ -143,7 +146,8 @@ def _quoted(ctx: ToolContext, chosen: list[Sentence], quotes: int) -> str:
     """
     from rag.ask.standing import chain, decision_history, label, replaced_on, standing
 
-    decision_of = _decisions_of(ctx, chosen)
+    items_of = _items_of(ctx, chosen)
+    decision_of = items_of["decision"]
     history = decision_history(ctx.conn, ctx.tenant_id, decision_of.values())
     chains: dict[int, list[Any]] = {}  # current decision id -> [current, *replaced], in order of first appearance
     rest: list[Sentence] = []
@@ -179,11 +183,18 @@ def _quoted(ctx: ToolContext, chosen: list[Sentence], quotes: int) -> str:
     rest = rest[: max(quotes - len(chains), 0)]  # each decision's history stands for one quote
     if rest:
         lines.append("Other relevant passages:" if chains else "The most relevant passages:")
+    # What a later meeting said of a quoted task or risk (closed it, reported it done, ...), after its first quote.
+    changed_items = [(kind, items_of[kind][id(s)]) for s in rest for kind in ("risk", "task") if id(s) in items_of[kind]]
+    changes = later_changes(ctx, changed_items)
     for sentence in rest:
         state = standing(
             sentence.passage.type, sentence.metadata, replaced_on=replaced_on(history, decision_of.get(id(sentence), -1))
         )
         lines.append(line(sentence.passage, sentence.text, state, sentence.speaker, sentence.metadata))
+        for kind in ("risk", "task"):
+            lines.extend(
+                change_line(ctx, statement) for statement in changes.pop((kind, items_of[kind].get(id(sentence), -1)), [])
+            )
     return "\n".join(lines)
 
 
@@ -193,27 +204,29 @@ def _named(metadata: dict[str, Any] | None) -> tuple[str, ...]:
     return (str(name),) if name else ()
 
 
-def _decisions_of(ctx: ToolContext, chosen: list[Sentence]) -> dict[int, int]:
-    """The decision each chosen sentence states (keyed by ``id(sentence)``): a decision item's own, or the one extracted from its span."""
+def _items_of(ctx: ToolContext, chosen: list[Sentence]) -> dict[str, dict[int, int]]:
+    """Each timed kind -> the item of that kind each chosen sentence states (keyed by ``id(sentence)``): an item's
+    own, or the one extracted from its span."""
     documents = sorted({s.passage.document_id for s in chosen})
     spans = ctx.conn.execute(
-        """SELECT id, document_id::text, start_char, end_char, lower(description || ' ' || coalesce(evidence, ''))
-           FROM decisions WHERE tenant_id = %s AND document_id = ANY(%s::uuid[])""",
-        (ctx.tenant_id, documents),
+        " UNION ALL ".join(
+            f"""SELECT '{kind}', id, document_id::text, start_char, end_char,
+                       lower(description || ' ' || coalesce(evidence, '')) FROM {table}
+                 WHERE tenant_id = %(tenant)s AND document_id = ANY(%(documents)s::uuid[])"""
+            for kind, table in TIMED_TABLES.items()
+        ),  # noqa: S608 - constant table names
+        {"tenant": ctx.tenant_id, "documents": documents},
     ).fetchall()
-    found = {}
+    found: dict[str, dict[int, int]] = {kind: {} for kind in TIMED_TABLES}
     for sentence in chosen:
         p = sentence.passage
-        said = " ".join(sentence.text.lower().lstrip("-*• ").split())  # a notes bullet states its decision too
-        if p.type == "decision" and sentence.item_id is not None:
-            found[id(sentence)] = sentence.item_id
-        elif p.type == "chunk":  # a sentence of the turn a decision came from, saying the decision (not its neighbours)
-            over = [
-                d for d, doc, start, end, words in spans
-                if doc == p.document_id and start < p.end_char and p.start_char < end and said in " ".join(words.split())
-            ]  # fmt: skip
-            if over:
-                found[id(sentence)] = over[0]
+        said = " ".join(sentence.text.lower().lstrip("-*• ").split())  # a notes bullet states its item too
+        if p.type in found and sentence.item_id is not None:
+            found[p.type][id(sentence)] = sentence.item_id
+        elif p.type == "chunk":  # a sentence of the turn an item came from, saying the item (not its neighbours)
+            for kind, item, doc, start, end, words in spans:
+                if doc == p.document_id and start < p.end_char and p.start_char < end and said in " ".join(words.split()):
+                    found[kind].setdefault(id(sentence), item)
     return found
 
 
