@@ -18,7 +18,9 @@ its project, with no chat model: the extractive answer or a listing. Figures, ov
 
 - answer right: the answer holds every expected phrase (one alternative of each), case and spacing ignored;
 - cites a meeting that holds the answer: one of its citations is a passage of a listed meeting;
-- nothing found: the answer says it found nothing.
+- nothing found: the answer says it found nothing;
+- words: the median length of an answer in words (citation marks included), read beside the others: a longer
+  answer holds an expected phrase more easily.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import statistics
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -152,6 +155,8 @@ def figures(graded: Sequence[Graded]) -> dict[str, Any]:
         "answer_right": rate(sum(g.right for g in graded)),
         "cites_a_meeting_holding_the_answer": rate(sum(g.cites_answer for g in graded)),
         "nothing_found": rate(sum(g.nothing_found for g in graded)),
+        # How long the answers are: a longer answer holds an expected phrase more easily, so it is read beside them.
+        "answer_words_median": statistics.median(len(g.answer.split()) for g in graded) if graded else None,
     }
 
 
@@ -159,7 +164,11 @@ def format_figures(name: str, f: dict[str, Any]) -> str:
     def cell(key: str) -> str:
         return f"{f[key]['count']:>3}/{f[key]['of']:<3} {f[key]['rate']:.2f}" if f[key]["of"] else "-"
 
-    return f"{name:<24} {cell('answer_right'):>14} {cell('cites_a_meeting_holding_the_answer'):>14} {cell('nothing_found'):>14}"
+    words = f"{f['answer_words_median']:g}" if f["answer_words_median"] is not None else "-"
+    return (
+        f"{name:<24} {cell('answer_right'):>14} {cell('cites_a_meeting_holding_the_answer'):>14} {cell('nothing_found'):>14}"
+        f" {words:>8}"
+    )
 
 
 def main() -> int:
@@ -192,7 +201,7 @@ def main() -> int:
         sys.stdout = sys.__stdout__
         print(json.dumps(report, indent=2))
         return 0
-    print(f"\n{'project':<24} {'answer right':>14} {'cites meeting':>14} {'nothing found':>14}")
+    print(f"\n{'project':<24} {'answer right':>14} {'cites meeting':>14} {'nothing found':>14} {'words':>8}")
     for name, f in report.items():
         print(format_figures(name, f))
     if args.show:

@@ -303,7 +303,10 @@ def test_an_answer_cites_the_answer_when_one_citation_is_a_listed_meeting_and_no
     assert (cited.right, cited.cites_answer, cited.nothing_found, cited.cited) == (True, True, False, ("a.txt", "c.srt"))
     assert (stale.right, stale.cites_answer) == (False, False)
     assert (empty.right, empty.cites_answer, empty.nothing_found) == (False, False, True)
-    assert aq.figures([cited, stale, empty])["answer_right"] == {"count": 1, "of": 3, "rate": 0.333}
+    figures = aq.figures([cited, stale, empty])
+    assert figures["answer_right"] == {"count": 1, "of": 3, "rate": 0.333}
+    assert figures["answer_words_median"] == 5  # "Launch on May 26 [2]" and "Launch on May 5 [1]"; NOT_FOUND has 15
+    assert aq.format_figures("all", figures).split()[-1] == "5"
 
 
 def test_the_question_files_name_meetings_that_hold_their_expected_phrases():

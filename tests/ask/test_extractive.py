@@ -98,3 +98,32 @@ def test_a_project_of_another_tenant_is_not_found(corpus):
     status, payload = call("POST", "/v1/ask", {"question": "budget?", "project_ids": ["remote"]}, tenant="initech")
 
     assert status == 404 and payload["error"]["code"] == "not_found"
+
+
+def test_a_sentence_is_quoted_with_the_next_one_of_its_turn_and_that_one_is_not_quoted_again():
+    from rag.ask.extractive import MAX_QUOTE_WORDS, _apart, sentences_of
+    from rag.search.engine import Hit
+
+    long_tail = "It goes on " + "and on " * MAX_QUOTE_WORDS + "forever."
+    content = (
+        "Helen: The café operator came to see me. She wants to run evening events on Fridays.\n"
+        f"Raj: The lift inspection is booked for Monday morning. {long_tail}\n"
+        "Owen: The fibre went live on the first of the month."
+    )
+    hit = Hit(1, 1.0, 0.9, content, "d1", "p", "s3://b/k", None, 100, 100 + len(content), 0, 2, [])
+    turns = [["Helen", 100, 185], ["Raj", 186, 186 + len(content.split("\n")[1])], ["Owen", 0, 0]]
+
+    sentences = sentences_of("chunk", hit, 0, turns)
+
+    cafe, events, lift, tail, fibre = sentences
+    assert (cafe.text, cafe.quote) == (
+        "The café operator came to see me.",
+        "The café operator came to see me. She wants to run evening events on Fridays.",
+    )
+    assert content[cafe.passage.start_char - 100 : cafe.quote_end - 100] == cafe.quote  # the citation spans both
+    assert cafe.passage.end_char == cafe.passage.start_char + len(cafe.text)  # scored on its own words
+    assert events.quote == events.text  # the last sentence of its turn
+    assert lift.quote == lift.text and tail.text.startswith("It goes on")  # the two together are too long
+    assert fibre.quote == fibre.text
+    assert _apart([cafe, events, lift, fibre]) == [cafe, lift, fibre]
+    assert _apart([events, cafe]) == [events, cafe]  # an earlier sentence is not held by a later one's quote

@@ -3,7 +3,7 @@
 The question is searched (hybrid, every knowledge type but segments) within the request's
 scope; the sentences of the passages that are evidence (``rag.ask.evidence``) are embedded with the
 search's own model and the closest ones to the question (of near-equals, the later meeting's and the one holding
-the kind of answer asked for) are quoted with their speaker, each
+the kind of answer asked for) are quoted with their speaker and the next sentence of their turn, each
 cited down to its own turn and character range: at most ``ask_extractive_sentences``, at most
 two from one passage, never a question or a sentence under five words. A quoted task or risk is
 followed by what later meetings said of it (``rag.ask.item_changes``). No evidence: the
@@ -34,6 +34,7 @@ QUOTED_TYPES = tuple(kind.name for kind in KINDS if kind.quotable)  # not segmen
 NOT_FOUND = "I found nothing in the meetings and documents you can access that answers this question."
 CANDIDATE_HITS = 6
 MAX_CANDIDATE_SENTENCES = 60
+MAX_QUOTE_WORDS = 80  # a sentence is quoted with the next one of its turn (the rest of the thought) within this
 MIN_WORDS = 5  # shorter ones ("Noted as a risk.") say little on their own
 TIMED_TABLES = {"decision": "decisions", "risk": "risks", "task": "tasks"}  # the kinds later meetings change
 MIN_SENTENCE_SIMILARITY = 0.3  # past the first quote, a sentence further from the question adds nothing
@@ -48,6 +49,8 @@ class Sentence:
     hit_rank: int
     item_id: int | None = None  # an extracted item's row (its status is in ``metadata``)
     metadata: dict[str, Any] | None = None
+    quote: str | None = None  # with the next sentence of its turn (the rest of the thought), as quoted
+    quote_end: int | None = None  # where that quote ends
 
 
 def _turn_at(turns: list[Any] | None, offset: int) -> int | None:
@@ -73,12 +76,17 @@ def sentences_of(type_name: str, hit: Hit, rank: int, turns: list[Any] | None) -
         speaker_match = _SPEAKER.match(line)
         speaker = speaker_match.group(1).strip() if speaker_match else None
         body_from = speaker_match.end() if speaker_match else 0
-        for sentence_start, sentence_end in sentence_spans(line, body_from):
+        spans = sentence_spans(line, body_from)
+        for position, (sentence_start, sentence_end) in enumerate(spans):
             text = line[sentence_start:sentence_end]
+            following = spans[position + 1] if position + 1 < len(spans) else None
             if len(text.split()) < MIN_WORDS or text.endswith("?"):
                 continue  # a question in a meeting is close to the question asked, but it is not an answer
             start = hit.start_char + line_start + sentence_start
             end = start + len(text)
+            quote, quote_end = text, end
+            if following and len(line[sentence_start : following[1]].split()) <= MAX_QUOTE_WORDS:
+                quote, quote_end = line[sentence_start : following[1]], hit.start_char + line_start + following[1]
             turn = _turn_at(turns, start)
             if turn is not None:
                 speaker = speaker or (turns[turn][0] if turns and turns[turn][0] else None)
@@ -87,7 +95,7 @@ def sentences_of(type_name: str, hit: Hit, rank: int, turns: list[Any] | None) -
                 end_turn=turn if turn is not None else base.end_turn,
                 speakers=(speaker,) if speaker else base.speakers,
             )  # fmt: skip
-            found.append(Sentence(text, speaker, passage, rank))
+            found.append(Sentence(text, speaker, passage, rank, quote=quote, quote_end=quote_end))
         line_start += len(line) + 1
     return found
 
@@ -180,7 +188,7 @@ def _quoted(ctx: ToolContext, chosen: list[Sentence], quotes: int) -> str:
         for old in replaced:
             state = standing("decision", {"status": "superseded"}, replaced_on=replaced_on(history, old.id))
             lines.append(line(item_passage(old.item, "decision"), old.item["description"], state))
-    rest = rest[: max(quotes - len(chains), 0)]  # each decision's history stands for one quote
+    rest = _apart(rest)[: max(quotes - len(chains), 0)]  # each decision's history stands for one quote
     if rest:
         lines.append("Other relevant passages:" if chains else "The most relevant passages:")
     # What a later meeting said of a quoted task or risk (closed it, reported it done, ...), after its first quote.
@@ -190,12 +198,26 @@ def _quoted(ctx: ToolContext, chosen: list[Sentence], quotes: int) -> str:
         state = standing(
             sentence.passage.type, sentence.metadata, replaced_on=replaced_on(history, decision_of.get(id(sentence), -1))
         )
-        lines.append(line(sentence.passage, sentence.text, state, sentence.speaker, sentence.metadata))
+        passage = replace(sentence.passage, end_char=sentence.quote_end or sentence.passage.end_char)
+        lines.append(line(passage, sentence.quote or sentence.text, state, sentence.speaker, sentence.metadata))
         for kind in ("risk", "task"):
             lines.extend(
                 change_line(ctx, statement) for statement in changes.pop((kind, items_of[kind].get(id(sentence), -1)), [])
             )
     return "\n".join(lines)
+
+
+def _apart(sentences: list[Sentence]) -> list[Sentence]:
+    """The sentences without those an earlier one's quote already holds (the next sentence of its turn); an
+    extracted item stays, for what it says of where the item stands."""
+    kept: list[Sentence] = []
+    for sentence in sentences:
+        p = sentence.passage
+        if p.type != "chunk" or not any(
+            k.passage.document_id == p.document_id and k.passage.start_char <= p.start_char < (k.quote_end or 0) for k in kept
+        ):
+            kept.append(sentence)
+    return kept
 
 
 def _named(metadata: dict[str, Any] | None) -> tuple[str, ...]:
