@@ -100,8 +100,8 @@ def test_a_project_of_another_tenant_is_not_found(corpus):
     assert status == 404 and payload["error"]["code"] == "not_found"
 
 
-def test_a_sentence_is_quoted_with_the_next_one_of_its_turn_and_that_one_is_not_quoted_again():
-    from rag.ask.extractive import MAX_QUOTE_WORDS, _apart, sentences_of
+def test_a_sentence_is_quoted_with_the_next_one_of_its_turn():
+    from rag.ask.extractive import MAX_QUOTE_WORDS, sentences_of
     from rag.search.engine import Hit
 
     long_tail = "It goes on " + "and on " * MAX_QUOTE_WORDS + "forever."
@@ -125,5 +125,3 @@ def test_a_sentence_is_quoted_with_the_next_one_of_its_turn_and_that_one_is_not_
     assert events.quote == events.text  # the last sentence of its turn
     assert lift.quote == lift.text and tail.text.startswith("It goes on")  # the two together are too long
     assert fibre.quote == fibre.text
-    assert _apart([cafe, events, lift, fibre]) == [cafe, lift, fibre]
-    assert _apart([events, cafe]) == [events, cafe]  # an earlier sentence is not held by a later one's quote

@@ -188,36 +188,30 @@ def _quoted(ctx: ToolContext, chosen: list[Sentence], quotes: int) -> str:
         for old in replaced:
             state = standing("decision", {"status": "superseded"}, replaced_on=replaced_on(history, old.id))
             lines.append(line(item_passage(old.item, "decision"), old.item["description"], state))
-    rest = _apart(rest)[: max(quotes - len(chains), 0)]  # each decision's history stands for one quote
-    if rest:
+    budget = max(quotes - len(chains), 0)  # each decision's history stands for one quote
+    if rest and budget:
         lines.append("Other relevant passages:" if chains else "The most relevant passages:")
     # What a later meeting said of a quoted task or risk (closed it, reported it done, ...), after its first quote.
     changed_items = [(kind, items_of[kind][id(s)]) for s in rest for kind in ("risk", "task") if id(s) in items_of[kind]]
     changes = later_changes(ctx, changed_items)
+    shown: list[tuple[str, int, int]] = []  # what the answer quotes already: a transcript sentence there is not repeated
     for sentence in rest:
-        state = standing(
-            sentence.passage.type, sentence.metadata, replaced_on=replaced_on(history, decision_of.get(id(sentence), -1))
-        )
-        passage = replace(sentence.passage, end_char=sentence.quote_end or sentence.passage.end_char)
-        lines.append(line(passage, sentence.quote or sentence.text, state, sentence.speaker, sentence.metadata))
-        for kind in ("risk", "task"):
-            lines.extend(
-                change_line(ctx, statement) for statement in changes.pop((kind, items_of[kind].get(id(sentence), -1)), [])
-            )
-    return "\n".join(lines)
-
-
-def _apart(sentences: list[Sentence]) -> list[Sentence]:
-    """The sentences without those an earlier one's quote already holds (the next sentence of its turn); an
-    extracted item stays, for what it says of where the item stands."""
-    kept: list[Sentence] = []
-    for sentence in sentences:
         p = sentence.passage
-        if p.type != "chunk" or not any(
-            k.passage.document_id == p.document_id and k.passage.start_char <= p.start_char < (k.quote_end or 0) for k in kept
-        ):
-            kept.append(sentence)
-    return kept
+        if budget == 0:
+            break
+        if p.type == "chunk" and any(doc == p.document_id and start <= p.start_char < end for doc, start, end in shown):
+            continue  # the next sentence of an earlier quote, or a change statement shown with its item
+        budget -= 1
+        state = standing(p.type, sentence.metadata, replaced_on=replaced_on(history, decision_of.get(id(sentence), -1)))
+        passage = replace(p, end_char=sentence.quote_end or p.end_char)
+        lines.append(line(passage, sentence.quote or sentence.text, state, sentence.speaker, sentence.metadata))
+        if p.type == "chunk":
+            shown.append((p.document_id, p.start_char, passage.end_char))
+        for kind in ("risk", "task"):
+            for statement in changes.pop((kind, items_of[kind].get(id(sentence), -1)), []):
+                lines.append(change_line(ctx, statement))
+                shown.append((statement["document_id"], statement["start_char"], statement["end_char"]))
+    return "\n".join(lines)
 
 
 def _named(metadata: dict[str, Any] | None) -> tuple[str, ...]:
