@@ -128,16 +128,30 @@ def test_a_closed_risk_closes_the_same_risk_said_again_but_not_another_on_a_shar
     assert timeline.risk_status == {1: "closed", 2: "closed", 3: "open"}
 
 
-def test_a_closed_risk_is_closed_and_a_task_change_never_closes_a_risk():
+def test_a_closed_risk_is_closed_and_a_report_on_a_task_never_closes_a_risk():
     risk = TimedItem("risk", 5, at(2), words("certif lab slot slip"), "certification could slip", {})
     other = TimedItem("risk", 6, at(2, 9), words("supplier cell late"), "cells late", {})
+    chase = task(7, at(2, 20), "chase supplier cell", "Dana Kim")
     changes = [
         change(20, at(9), "closed", "certif risk gone"),
-        change(21, at(9, 5), "done", "supplier cell late deliv"),
+        change(21, at(9, 5), "done", "chase supplier cell"),
     ]
-    timeline = link([risk, other], changes)
-    assert timeline.risk_status == {5: "closed", 6: "open"}
-    assert timeline.change_targets == {20: ("risk", 5), 21: None}
+    timeline = link([risk, other, chase], changes)
+    assert timeline.risk_status == {5: "closed", 6: "open"} and timeline.tasks[7].status == "done"
+    assert timeline.change_targets == {20: ("risk", 5), 21: ("task", 7)}
+
+
+def test_something_reported_done_that_no_task_asked_for_closes_the_risk_it_names():
+    fibre = TimedItem("risk", 1, at(2), words("fibr instal date unknown catalogu public pcs"), "Fibre date unknown", {})
+    parking = TimedItem("risk", 2, at(2, 9), words("park space short open day"), "Parking may be short", {})
+    changes = [
+        change(19, at(2, 40), "done", "park space mark open day"),  # the meeting that raised it: no report on it
+        change(20, at(16), "done", "fibr went live 1st"),
+        change(21, at(16, 5), "done", "sign paint door"),
+    ]
+    timeline = link([fibre, parking], changes)
+    assert timeline.risk_status == {1: "closed", 2: "open"}
+    assert timeline.change_targets == {19: None, 20: ("risk", 1), 21: None}
 
 
 def test_a_task_made_of_a_handovers_words_is_the_earlier_tasks_follow_up():

@@ -24,6 +24,8 @@ task about the BOM however differently the two are worded around it.
   shows the earlier task's state and no later change is linked to it.
 - A risk closed ("I think we can call the memory problem closed") closes, with the risk it names, every other open
   risk holding the words that named it: the same risk said again in other words ("Memory remains the biggest risk").
+  Something reported done that no open task asked for ("The fibre went live on the 1st") closes the open risk it
+  names, as a closure does: the risk was that it would not happen.
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ DECISION_MIN_SHARED_WORDS = 2  # counting the kind of value both set (#date), an
 # Changes: the weight of the item's words the statement (or, at half weight, what came just before) says.
 CHANGE_MIN_COVERAGE = 0.3
 CLOSURE_MIN_COVERAGE = 0.05  # "the credit risk is closed": the cue says the rest
+IMPLIED_MIN_COVERAGE = 0.1  # "The fibre went live": one rare word of the risk, said in a later meeting
 CONTEXT_WEIGHT = 0.5
 OWNER_REPORT_BONUS = 0.2  # a "done" or a new date said by the task's own owner
 
@@ -139,20 +142,23 @@ def link(items: Sequence[TimedItem], changes: Sequence[TimedChange], names: Iter
     candidates = sorted((i for i in items if i.kind in ("risk", "task")), key=lambda i: i.at)
     by_word = positions_by_word(item.words for item in candidates)
     follow_ups: dict[int, int] = {}  # a task made of a handover's or a new date's words -> the task it changes
-    for change in sorted(changes, key=lambda c: c.at):
+
+    def sharing(change: TimedChange) -> list[TimedItem]:
         # Only items sharing a word can be linked by words; a model's named item may share none.
-        sharing = (
-            candidates
-            if change.proposed_target
-            else [candidates[p] for p in positions_sharing(by_word, change.words | change.context_words)]
-        )
-        target = _target(change, [c for c in sharing if c.id not in follow_ups or c.kind != "task"], timeline, weights)
+        if change.proposed_target:
+            return candidates
+        return [candidates[p] for p in positions_sharing(by_word, change.words | change.context_words)]
+
+    reports: list[TimedChange] = []  # things reported done that no task asked for
+    for change in sorted(changes, key=lambda c: c.at):
+        target = _target(change, [c for c in sharing(change) if c.id not in follow_ups or c.kind != "task"], timeline, weights)
         timeline.change_targets[change.id] = (target.kind, target.id) if target else None
         if target is None:
+            reports += [change] if change.change == "done" else []
             continue
         _apply(change, target, timeline)
         if change.change == "closed":  # "the memory problem is closed": every open risk about memory, said again or not
-            for item in _restatements(change, target, sharing, timeline):
+            for item in _restatements(change, target, sharing(change), timeline):
                 timeline.risk_status[item.id] = "closed"
         if change.change in ("reassigned", "rescheduled"):
             for item in candidates:
@@ -160,6 +166,12 @@ def link(items: Sequence[TimedItem], changes: Sequence[TimedChange], names: Iter
                     follow_ups[item.id] = target.id
     for follow_up, original in follow_ups.items():
         timeline.tasks[follow_up] = timeline.tasks[original]
+    # "The fibre went live on the 1st": the end of the risk it names, unless a closure said so already.
+    for report in reports:
+        closed = _target(replace(report, change="closed"), sharing(report), timeline, weights, implied=True)
+        if closed is not None:
+            timeline.change_targets[report.id] = ("risk", closed.id)
+            timeline.risk_status[closed.id] = "closed"
     return timeline
 
 
@@ -240,17 +252,22 @@ def _topic(words: frozenset[str]) -> frozenset[str]:
     return frozenset(w for w in words if w not in CHANGE_CUES and w not in CONFIRMING and not is_number(w))
 
 
-def _target(change: TimedChange, candidates: Sequence[TimedItem], timeline: Timeline, weights: Weights) -> TimedItem | None:
+def _target(
+    change: TimedChange, candidates: Sequence[TimedItem], timeline: Timeline, weights: Weights, *, implied: bool = False
+) -> TimedItem | None:
+    """The open item ``change`` changes; ``implied``: a report that closes a risk without saying so, which must name
+    a risk of an earlier meeting as a report names its task."""
     wanted_kind = "risk" if change.change == "closed" else "task"
     open_now = [
         item
         for item in candidates
         if item.kind == wanted_kind and item.at < change.at and not item.spans(change.at) and _is_open(item, timeline)
-    ]
+        and not (implied and item.at.same_meeting(change.at))
+    ]  # fmt: skip
     named = _proposed(change.proposed_target, open_now)
     if named is not None:
         return named
-    closure = change.change == "closed"
+    closure = change.change == "closed" and not implied
     best: tuple[float, TimedItem] | None = None
     for item in open_now:
         said = change.words & item.words
@@ -261,7 +278,7 @@ def _target(change: TimedChange, candidates: Sequence[TimedItem], timeline: Time
         coverage = shared_weight / max(weights.of(item.words), 1e-9)
         if item.kind == "task" and change.change != "reassigned" and _owner_speaks(change, timeline.tasks[item.id]):
             coverage += OWNER_REPORT_BONUS
-        if coverage < (CLOSURE_MIN_COVERAGE if closure else CHANGE_MIN_COVERAGE):
+        if coverage < (CLOSURE_MIN_COVERAGE if closure else IMPLIED_MIN_COVERAGE if implied else CHANGE_MIN_COVERAGE):
             continue
         # A closure names its risk by a word or two of a long sentence: the rarest shared words decide.
         score = shared_weight + coverage if closure else coverage

@@ -50,7 +50,9 @@ def later_changes(ctx: ToolContext, items: Iterable[tuple[str, int]]) -> dict[tu
 def change_line(ctx: ToolContext, statement: dict[str, Any]) -> str:
     """``- Closed 2026-06-29 (Ravi Shah): "I'd call the memory problem closed." [4]``"""
     n = ctx.citations.add(item_passage(statement, "chunk"))
-    what = SAID.get(statement["change"], statement["change"].capitalize())
+    # A risk ends closed, whether said so or by what happened ("The fibre went live on the 1st").
+    change = "closed" if statement["target_kind"] == "risk" else statement["change"]
+    what = SAID.get(change, change.capitalize())
     to = f" to {statement['new_value']}" if statement.get("new_value") else ""
     day = f" {statement['meeting_date'].isoformat()}" if statement.get("meeting_date") else ""
     who = ", ".join(statement["speakers"] or ())
