@@ -1,7 +1,8 @@
-"""Train the sentence classifier of item kinds (rag.backfill.classifier) on bench/labels; evaluate it first.
+"""Train the sentence classifier of item kinds (rag.backfill.classifier) on bench/labels and bench/projects; evaluate it first.
 
 Reads the labelled references (bench/labels/labels.jsonl) and the sentences' text from the shared evaluation
-transcripts, computes the classifier's features, and:
+transcripts, and the labelled projects of bench/projects (each project one group), computes the classifier's
+features, and:
 
 1. cross-validates by meeting (GroupKFold on meeting_id): one logistic regression per kind, trained on the other
    meetings' sentences (both samples), scored on the held-out meetings' "full" sentences only (the unbiased
@@ -55,9 +56,10 @@ WEIGHT_DIGITS = 3
 
 DEFAULT_PROJECTS = ROOT / "bench" / "projects"
 PROJECT_WEIGHT = 3.0  # a bench/projects sentence counts this many times in training (see --project-weight)
-# bench/projects' sentences are measured (each project held out whole), not trained on unless asked: they stay a
-# benchmark the classifier has not seen (bench/knowledge_quality.py runs on them).
-TRAIN_ON_PROJECTS = False
+# bench/projects' sentences are trained on (and measured with each project held out whole): the projects are the
+# tuning set, and bench/heldout, never trained on, is where the extractor is measured unseen. --no-train-on-projects
+# leaves them out of training.
+TRAIN_ON_PROJECTS = True
 MEASURED = {"full", "project"}  # samples precision and recall are measured on (candidates over-represent cue words)
 
 
@@ -193,7 +195,7 @@ def choose_threshold(truth: Sequence[bool], probabilities: Sequence[float], targ
 
 def full_part(examples: Sequence[Example], oof: dict[str, list[float | None]], kind: str) -> tuple[list[bool], list[float]]:
     truth, probabilities = [], []
-    # thresholds are chosen on what the model is trained on: bench/projects only with --train-on-projects
+    # thresholds are chosen on what the model is trained on: bench/projects unless --no-train-on-projects
     chosen_on = {"full", "project"} if TRAIN_ON_PROJECTS else {"full"}
     for example, p in zip(examples, oof[kind], strict=True):
         if p is not None and kind not in example.unsure and example.sample in chosen_on:
@@ -301,9 +303,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--c", type=float, default=C, help="inverse L2 regularisation strength")
     parser.add_argument("--no-write", action="store_true", help="evaluate only; do not write the weights file")
     parser.add_argument("--projects", type=Path, nargs="*", default=None,
-                        help="labelled project folders to measure on (and with --train-on-projects train on), each held "
+                        help="labelled project folders to train and measure on, each held "
                         "out whole in cross-validation (default: every folder of bench/projects; --projects alone: none)")  # fmt: skip
-    parser.add_argument("--train-on-projects", action="store_true", help="train on the projects' sentences too")
+    parser.add_argument("--no-train-on-projects", dest="train_on_projects", action="store_false",
+                        help="measure on the projects' sentences but train on bench/labels' only")  # fmt: skip
     parser.add_argument("--project-weight", type=float, default=PROJECT_WEIGHT, help="a project sentence's weight")
     args = parser.parse_args(argv)
     PROJECT_WEIGHT = args.project_weight
