@@ -149,6 +149,11 @@ def test_plain_statements_of_decisions_and_conditional_risks(text, kinds):
         ("I'll only believe it after the pre-check, though.", []),  # a belief, no work
         ("Luis, happy Thanksgiving for tomorrow.", []),  # a greeting, with a date in it
         ("Luis, send the contract by tomorrow.", ["task"]),
+        ("I'll need a design pack from the ICP for approval though.", []),  # a need, not work promised
+        ("I'll need to check the cable route with the landowner by Friday.", ["task"]),
+        ("Priya will not write the scraper.", []),  # work declined
+        ("Can you all see the screen?", []),
+        ("If I put everyone on shorter weeks, I'll lose people.", ["risk"]),  # a consequence, no work
     ],
 )
 def test_duties_procedure_and_questions_are_not_tasks(text, kinds):

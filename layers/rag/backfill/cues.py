@@ -203,11 +203,12 @@ MEETING_VERBS = (
     r"|pursue|move|hand|turn|stop|explain|answer|repeat|continue|make\s+an\s+example|keep\s+it|go\s+(?:on|back|through)"
     r"|remind|presume|assume|mention|note|summari[sz]e|introduce|wrap\s+up|show\s+(?:you|that|this)"
     r"|read\s+(?:out|it|that|this)|try\s+and\s+(?:be|answer|explain|keep)|generally|just\s+(?:say|add|mention|note)"
+    r"|need(?!\s+to\b)|lose|not"  # "I'll need a design pack from them" is a need, "I'll lose people" a consequence
 )
 SELF_COMMITMENT = re.compile(rf"\bI(?:'ll|\s+will|'m\s+going\s+to|\s+am\s+going\s+to)\s+(?!(?:{MEETING_VERBS})\b)\w+", re.I)
 # "Elena will hate me" says how someone will feel, not what they will do.
 NAMED_COMMITMENT = re.compile(
-    r"\b(?P<name>[A-Z][a-z]+)\s+(?:will|is\s+going\s+to|is\s+to)\s+(?!(?:be|hate|love|like|mind|know|understand|agree|want)\b)\w+"
+    r"\b(?P<name>[A-Z][a-z]+)\s+(?:will|is\s+going\s+to|is\s+to)\s+(?!(?:be|hate|love|like|mind|know|understand|agree|want|not|never)\b)\w+"
 )
 ROLE_COMMITMENT = re.compile(
     r"\bthe\s+(?P<role>(?:[a-z]+\s+)?(?:manager|lead|team|owner|engineer|designer|department))\s+will\s+(?!be\b)\w+",
@@ -228,7 +229,7 @@ REQUEST = re.compile(
 ASKS_TO_TALK = re.compile(
     r"^(?:\w+(?:\s+\w+)?,\s+)?(?:can|could|would)\s+you\s+(?:all\s+|guys\s+|both\s+|just\s+|briefly\s+|perhaps\s+)?"
     r"(?:explain|describe|tell|say|answer|set\s+out|clarify|outline|talk|expand|elaborate|comment|give\s+us|confirm|"
-    r"update\s+us|share\s+with\s+us|remind|hear\s+(?:me|us)|see\s+(?:me|us|my|our)\b)\b",
+    r"update\s+us|share\s+with\s+us|remind|hear\s+(?:me|us)|see\s+(?:me|us|my|our|the\s+(?:screen|slides?|deck))\b)\b",
     re.I,
 )
 ACTION_ITEM = re.compile(r"\baction\s+item(?:\s+for\s+(?P<name>[A-Z][a-z]+))?", re.I)
