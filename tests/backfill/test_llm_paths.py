@@ -511,22 +511,27 @@ def test_the_model_links_a_later_meeting_to_the_earlier_items_it_changes(db, loc
     ]
 
 
+def kickoff_offline_beside(db, settings, local_embedder, notes):
+    """The office move's kickoff and ``notes`` ingested, segmented and embedded; the kickoff extracted offline."""
+    kickoff = sorted((FIXTURES / "timeline").iterdir())[0]
+    for path in (kickoff, notes):
+        ingest_file(db, path, local_embedder, project="office", meeting_date=date.fromisoformat(path.name[:10]))
+    for stage in ("segment", "embed"):
+        run_named_stage(db, settings, stage, 10, embedder=local_embedder)
+    run_named_stage(db, settings, "extract", 1, embedder=local_embedder)
+
+
 def test_with_a_model_a_change_listed_in_a_notes_section_is_still_found(
     db, local_embedder, fake, llm_settings, settings, tmp_path
 ):
     """Lines under "## Action items" are items as listed, which the model never reads: their change statements
     ("- Mark Feld sent the three removal quotes") are found offline, and link like any other."""
-    kickoff = sorted((FIXTURES / "timeline").iterdir())[0]
     notes = tmp_path / "2026-01-19-office-move-notes.md"
     notes.write_text(
         "# Office move notes\n\nThe landlord sent the floor plans.\n\n"
         "## Action items\n\n- Mark Feld sent the three removal quotes to Ines on Friday.\n"
     )
-    for path in (kickoff, notes):
-        ingest_file(db, path, local_embedder, project="office", meeting_date=date.fromisoformat(path.name[:10]))
-    for stage in ("segment", "embed"):
-        run_named_stage(db, settings, stage, 10, embedder=local_embedder)
-    run_named_stage(db, settings, "extract", 1, embedder=local_embedder)  # the kickoff, offline
+    kickoff_offline_beside(db, settings, local_embedder, notes)
     fake.chat_responses.append({"decisions": [], "risks": [], "opportunities": [], "tasks": [], "changes": []})
 
     assert run_named_stage(db, llm_settings, "extract", 10, embedder=local_embedder).processed == 1
@@ -544,18 +549,13 @@ def test_with_a_model_a_decision_listed_in_notes_links_to_what_the_model_says_it
 ):
     """Decisions under "## Decisions" are taken as listed; the model is asked, in one call, which earlier decision
     each replaces (L1 -> E1). One it leaves out replaces nothing, even where it shares words with an earlier one."""
-    kickoff = sorted((FIXTURES / "timeline").iterdir())[0]
     notes = tmp_path / "2026-02-09-office-move-notes.md"
     notes.write_text(
         "# Office move notes\n\nThe landlord sent the floor plans.\n\n## Decisions\n\n"
         "- The move to Harbor Street is on March 16, two weeks later.\n"
         "- The furniture budget of forty thousand euros also pays for the kitchen.\n"
     )
-    for path in (kickoff, notes):
-        ingest_file(db, path, local_embedder, project="office", meeting_date=date.fromisoformat(path.name[:10]))
-    for stage in ("segment", "embed"):
-        run_named_stage(db, settings, stage, 10, embedder=local_embedder)
-    run_named_stage(db, settings, "extract", 1, embedder=local_embedder)  # the kickoff, offline
+    kickoff_offline_beside(db, settings, local_embedder, notes)
     earlier = db.execute("SELECT description FROM decisions ORDER BY start_char").fetchall()
     assert [d for (d,) in earlier] == [
         "We decided to move into the Harbor Street office on March 2.",
