@@ -151,14 +151,15 @@ def link(items: Sequence[TimedItem], changes: Sequence[TimedChange], names: Iter
 
     reports: list[TimedChange] = []  # things reported done that no task asked for
     for change in sorted(changes, key=lambda c: c.at):
-        target = _target(change, [c for c in sharing(change) if c.id not in follow_ups or c.kind != "task"], timeline, weights)
+        shared = sharing(change)
+        target = _target(change, [c for c in shared if c.id not in follow_ups or c.kind != "task"], timeline, weights)
         timeline.change_targets[change.id] = (target.kind, target.id) if target else None
         if target is None:
             reports += [change] if change.change == "done" else []
             continue
         _apply(change, target, timeline)
         if change.change == "closed":  # "the memory problem is closed": every open risk about memory, said again or not
-            for item in _restatements(change, target, sharing(change), timeline):
+            for item in _restatements(change, target, shared, timeline):
                 timeline.risk_status[item.id] = "closed"
         if change.change in ("reassigned", "rescheduled"):
             for item in candidates:

@@ -22,6 +22,7 @@ from rag.ask.citations import Passage
 from rag.ask.item_changes import change_line, later_changes
 from rag.ask.search_tools import search_hits
 from rag.ask.sentences import sentence_spans
+from rag.ask.standing import TIMED_TYPES, chain, decision_history, label, replaced_on, standing
 from rag.ask.tool_context import ToolContext
 from rag.ask.tool_passages import hit_passage, item_passage
 from rag.knowledge import KINDS
@@ -36,7 +37,7 @@ CANDIDATE_HITS = 6
 MAX_CANDIDATE_SENTENCES = 60
 MAX_QUOTE_WORDS = 80  # a sentence is quoted with the next one of its turn (the rest of the thought) within this
 MIN_WORDS = 5  # shorter ones ("Noted as a risk.") say little on their own
-TIMED_TABLES = {"decision": "decisions", "risk": "risks", "task": "tasks"}  # the kinds later meetings change
+TIMED_TABLES = {kind.name: kind.table for kind in KINDS if kind.name in TIMED_TYPES}  # the kinds later meetings change
 MIN_SENTENCE_SIMILARITY = 0.3  # past the first quote, a sentence further from the question adds nothing
 _SPEAKER = re.compile(r"^\s*(?:[-*]\s+)?([^:\n]{1,60}):\s")  # "Dana:", or a notes bullet "- Dana:"
 
@@ -152,8 +153,6 @@ def _quoted(ctx: ToolContext, chosen: list[Sentence], quotes: int) -> str:
     transcript sentence it was extracted from) is not quoted on its own: the answer leads with the
     current decision of its chain and lists the ones it replaced, latest first, each with its date.
     """
-    from rag.ask.standing import chain, decision_history, label, replaced_on, standing
-
     items_of = _items_of(ctx, chosen)
     decision_of = items_of["decision"]
     history = decision_history(ctx.conn, ctx.tenant_id, decision_of.values())

@@ -68,10 +68,10 @@ class ExtractStage(ModelStage):
             elif units:
                 items.extend(extract_by_rules(units, segment.id, document.meeting_date, people))
             changes.extend(detect_changes(unread, segment.id, document.meeting_date, people))
-        # "I'd call the bricking risk closed" mentions a risk to close it, not to raise one; "Mark sent the
-        # quotes" under Action items reports a task done, it is no new task.
         if with_llm:  # what a listed decision replaces, as the model says (its own decisions already say it)
             items = link_listed(items, earlier, document.meeting_date, self.settings)
+        # "I'd call the bricking risk closed" mentions a risk to close it, not to raise one; "Mark sent the
+        # quotes" under Action items reports a task done, it is no new task.
         reports = {"risk": [c for c in changes if c.change == "closed"],
                    "task": [c for c in changes if c.change in ("done", "cancelled")]}  # fmt: skip
         items = [owned(item, people) for item in items if not _at_any(item, reports.get(item.kind, []))]
