@@ -35,6 +35,10 @@ def changes_of(text: str, speaker: str | None = "Lena Vogel") -> list[tuple[str,
         ("I'm handing the hotel booking over to Lena.", [("reassigned", "Lena Vogel")]),
         ("We push the dry run to March 16.", [("rescheduled", "2026-03-16")]),
         ("The audit slipped to the end of next week.", [("rescheduled", "2026-03-13")]),
+        # more time asked for (a question that moves the date), a new date set against the old one
+        ("Can I have until the 13th?", [("rescheduled", "2026-03-13")]),
+        ("Give me until Friday the 20th.", [("rescheduled", "2026-03-20")]),
+        ("Realistically I'll have the floor plan by the 18th, not the 11th.", [("rescheduled", "2026-03-18")]),
         ("I'd call the permit risk closed.", [("closed", None)]),
         ("The staffing concern is resolved now that the two hires started.", [("closed", None)]),
         ("Flooding is no longer a risk since they moved the server room.", [("closed", None)]),
@@ -72,6 +76,7 @@ def test_a_change_statement_and_its_new_value(text, expected):
         "It isn't finished.",
         "If the quote comes back late, we slip.",
         "Could you send it to Omar?",
+        "Can I have the room until six?",  # a room, not more time for work
         "We talked about the press kit.",  # past, but no completion
         "That's a risk too.",
         "Aisha Patel: load the approved annual leave into the roster, due March 2.",  # an adjective, no report

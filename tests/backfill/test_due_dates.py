@@ -48,6 +48,8 @@ PHRASINGS = [
     ("On Monday I'll start on it and I'll be done by Thursday.", TUESDAY, date(2026, 11, 12)),
     ("Can you bring us the breakdown by Friday the 18th as well?", date(2026, 9, 8), date(2026, 9, 18)),
     ("Can you bring us the breakdown by Thursday, December 3?", TUESDAY, date(2026, 12, 3)),
+    ("The hall reopens on Wednesday 23 December.", TUESDAY, date(2026, 12, 23)),
+    ("I'll have the chairs counted by Friday the 4th of December.", TUESDAY, date(2026, 12, 4)),
     # weeks
     ("I will wrap it up by the end of the week.", TUESDAY, date(2026, 11, 13)),
     ("Done by the end of the week.", SATURDAY, date(2026, 11, 20)),

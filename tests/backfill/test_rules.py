@@ -213,6 +213,11 @@ def test_a_bare_agreed_takes_what_was_proposed_and_a_request_goes_to_who_accepts
         ("Let's book the quartet for dinner.", ["decision"]),
         ("Okay, the night shift joins in phase two.", ["decision"]),  # closing a discussion
         ("Night staff are in the pilot from day one, then.", ["decision"]),
+        ("Ninety volunteers on each shift, then.", ["decision"]),  # what the discussion came to
+        ("So the Riverside hall it is.", ["decision"]),  # a choice named and closed
+        ("Right, that's settled: two sessions, both in the morning.", ["decision"]),
+        ("That's the flooding worry gone, then.", []),  # a risk closed, no decision
+        ("Then we know how long it is.", []),
         # ... and what only sounds like one
         ("The sandbox will be ready on Monday.", []),
         ("Homecoming is on the 24th, the weekend after.", []),  # news, said in passing
@@ -332,6 +337,22 @@ def test_a_deadline_said_next_in_the_turn_or_the_answer_belongs_to_the_task():
         ("Ravi", None, 3, 3),  # someone else's "give me two weeks" is no deadline of Ravi's
     ]
     assert tasks[0].evidence == "I'll profile the memory on the harbour level. I'll have numbers by Friday."
+
+
+def test_a_deadline_said_first_or_promised_to_the_asker_in_the_next_sentence():
+    tuesday = date(2026, 6, 2)
+    units = _turns(
+        (0, "Marta", "I'll order the crowd barriers."),
+        (0, "Marta", "Thursday next week at the latest."),
+        (1, "Ben", "I'll brief the first-aid team. In two weeks, so it's done before the rehearsal."),
+        (2, "Ines", "I'll price the generator hire. You'll have it by the 12th."),
+    )
+    tasks = [i for i in extract_by_rules(units, None, tuesday) if i.kind == "task"]
+    assert [(t.fields["assignee"], t.fields["due_date"]) for t in tasks] == [
+        ("Marta", date(2026, 6, 11)),
+        ("Ben", date(2026, 6, 16)),
+        ("Ines", date(2026, 6, 12)),
+    ]
 
 
 def test_a_request_may_name_its_deadline_right_after_asking():

@@ -113,11 +113,18 @@ TAKES_OVER = re.compile(
     r"\bI(?:'ll|\s+will|\s+can|'m\s+going\s+to)\s+take\s+(?:over\s+(?:the|it|that|this|them)\b|(?:it|that|this|them|the\b.{0,60}?)\s*over\b)",
     re.I,
 )
+# More time asked for, which the meeting gives: "Can I have until the 14th?", "Give me until the 20th."
+ASKS_FOR_TIME = re.compile(
+    r"\b(?:can|could|may)\s+(?:I|we)\s+have\s+until\b|\bgive\s+(?:me|us)\s+until\b|\b(?:I|we)\s+need\s+until\b", re.I
+)
 RESCHEDULED = _any(
     r"\b(?:push(?:ed|ing)?|mov(?:e|ed|ing)|slip(?:s|ped|ping)?|slid(?:e|es|ing)?|postpon(?:e|ed|ing)|delay(?:ed|ing)?|"
     r"reschedul(?:e|ed|ing)|shift(?:ed|ing)?)\b.{0,60}\b(?:to|until|till)\b",
     r"\b(?:now|new)\s+(?:due|deadline|date)\b",
     r"\binstead\s+of\b",
+    # a new date set against the old one: "I'll have it signed by the 13th of November, not the 30th"
+    r"\d(?:st|nd|rd|th)?\b[^,.;]{0,30},\s+not\s+(?:on\s+)?(?:the\s+)?\d",
+    ASKS_FOR_TIME.pattern,
 )
 
 
@@ -179,8 +186,10 @@ def _changes_of(core: str, meeting_date: date | None, people: People, speaker: s
         changes.append(("reassigned", people.canonical(name)))
     elif speaker and (TAKES_OVER.search(core)):
         changes.append(("reassigned", people.canonical(speaker)))
-    if core.endswith("?"):
-        return changes  # a question changes nothing, save asking someone to take a task over
+    if core.endswith("?"):  # a question changes nothing, save asking someone to take a task over or for more time
+        if ASKS_FOR_TIME.search(core) and (new_date := due_date(core, meeting_date)):
+            changes.append(("rescheduled", new_date.isoformat()))
+        return changes
     if CLOSED.search(core):
         changes.append(("closed", None))
     done = DONE.search(core)

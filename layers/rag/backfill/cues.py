@@ -93,6 +93,11 @@ SET_AMOUNT = re.compile(
 CLOSING_MARKER = re.compile(r"^(?:okay|ok|right|fine|fair|good|alright|all\s+right|then)\b[,.!]?\s", re.I)
 BARE_MARKER = re.compile(r"^(?:okay|ok|right|fine|fair|good|alright|all\s+right|agreed|done|decided)[.!]?$", re.I)
 CONCLUDES = re.compile(r",\s+then[.!]?$", re.I)
+# A choice named and closed: "So the 20th of April it is.", "So that's settled: three-year term, annual in advance."
+NAMED_CHOICE = _any(
+    r"^(?:(?:so|okay|ok|right|then|fine|good),?\s+)*(?!.*\b(?:how|what|where|who|know|see)\b)[\w' -]{2,40}\s+it\s+is[.!]?$",
+    r"\b(?:that's|that\s+is|it's)\s+(?:all\s+)?settled\b",
+)
 # A sentence accepting what was just proposed ("Good, then that's how we do it.", "Then let's do it.", "It costs us
 # a week, but fine."): what its speaker says next in the turn is the settled version.
 ACCEPTED = re.compile(
@@ -244,11 +249,16 @@ VOCATIVE_ORDER = re.compile(
 REQUEST_OF_SOMEONE = re.compile(r"^(?:\w+(?:\s+\w+)?,\s+)?(?:please|can\s+you|could\s+you|would\s+you)\b|\bplease\s+\w+", re.I)
 ACCEPTS = re.compile(r"^(?:sure|will\s+do|okay|ok|yes|yep|I'll|I\s+will|on\s+it)\b", re.I)
 RATIONALE = re.compile(r"\b(?:because|since)\b\s+(?P<why>.+)$", re.I)
-DEADLINE_FIRST = re.compile(r"^(?:by|before|no\s+later\s+than|latest|due)\b", re.I)
+# "In two weeks, so it's in before the build.", "Wednesday next week at the latest.": a deadline said first.
+DEADLINE_FIRST = re.compile(
+    r"^(?:by|before|no\s+later\s+than|latest|due|within|in\s+(?:a|one|two|three|four|\d+)\s+(?:days?|weeks?))\b"
+    r"|\bat\s+the\s+latest\b",
+    re.I,
+)
 # A sentence saying when the work just promised or asked for will be ready ("I'll have numbers by Friday.", "Give me
 # two weeks.", "It should leave their office by Wednesday.", "They need it by August 3rd.", "..., by the 24th?").
 DELIVERY = _any(
-    r"^(?:(?:and|so|then|but)\s+)?(?:(?:I|we)(?:'ll|\s+will|\s+can|\s+could|\s+should)|it(?:'ll|\s+will|\s+should)|"
+    r"^(?:(?:and|so|then|but)\s+)?(?:(?:I|we|you)(?:'ll|\s+will|\s+can|\s+could|\s+should)|it(?:'ll|\s+will|\s+should)|"
     r"that(?:'ll|\s+will|\s+should)|should)\s+(?:have|get|be|leave|arrive|land)\b",
     r"^(?:(?:and|so|then|but)\s+)?give\s+(?:me|us|him|her|them)\b",
     r"\b(?:need|needs|want|wants)\s+(?:it|that|them|this)\s+(?:by|before)\b",

@@ -22,7 +22,8 @@ way a careful note-taker would write it down:
 - "in two weeks", "within 10 days", "in a couple of weeks", "give me two weeks", "in a fortnight": counted from
   the meeting; "within 48 hours": the day those hours end on. "this time next week": a week after the meeting.
   "the week after next": that week's Friday.
-- "Friday the 18th", "Thursday, December 3": the date (the weekday only names it).
+- "Friday the 18th", "Thursday, December 3", "Wednesday 23 December", "Friday the 4th of December": the date (the
+  weekday only names it).
 - "end of the month", "next month", "end of March": the last day of that month; "mid-March", "the middle of
   December", "mid next month": its 15th.
 - "in Q3", "by end of Q2", "end of the quarter", "next quarter": the quarter's last day ("the Q3 numbers" is a topic,
@@ -296,6 +297,7 @@ PHRASES = (
     # "Friday the 18th", "Thursday, December 3": the date decides, the weekday only names it.
     _phrase(rf"\b{_WEEKDAY},?\s+(?:the\s+)?{_ORDINAL}\b", _day_of_month),
     _phrase(rf"\b{_WEEKDAY},?\s+{_MONTH}\s+{_DAY}\b{_YEAR}", _calendar_date),
+    _phrase(rf"\b{_WEEKDAY},?\s+(?:the\s+)?{_DAY_BEFORE_MONTH}\s+(?:of\s+)?{_MONTH}(?!\w){_YEAR}", _calendar_date),
     _phrase(r"\b(?:the\s+)?day\s+after\s+tomorrow\b", _offset(2)),
     _phrase(r"\btomorrow\b", _offset(1)),
     _phrase(r"\b(?:today|tonight|this\s+(?:morning|afternoon|evening))\b", _offset(0)),

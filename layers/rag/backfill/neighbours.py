@@ -50,7 +50,7 @@ def deadline_after(units: Sequence[Unit], position: int, meeting_date: date | No
         if units[following].turn is None or units[following].turn != units[position].turn:
             return None
         text = clean(units[following].text)
-        if DEADLINE_FIRST.match(text) or DELIVERY.search(text) or len(text.split()) <= DATE_ONLY_WORDS:
+        if DEADLINE_FIRST.search(text) or DELIVERY.search(text) or len(text.split()) <= DATE_ONLY_WORDS:
             found = due_date(text, meeting_date)
             if found is not None:
                 return found, following

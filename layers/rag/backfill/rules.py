@@ -64,6 +64,7 @@ from rag.backfill.cues import (
     HEDGED,
     LATE,
     LEADER_CONCLUSION,
+    NAMED_CHOICE,
     NAMED_COMMITMENT,
     NEGATIVE_CONDITION,
     NOT_DECISION,
@@ -140,13 +141,16 @@ def classify(
 def _states_a_decision(core: str, raw: str, concluding: bool, is_task: bool, leader_concludes: bool) -> bool:
     if NOT_DECISION.search(core):
         return False
-    if DECISION.search(core):
+    if DECISION.search(core) or NAMED_CHOICE.search(raw):
         return True
     if is_task or HEDGED.search(core):  # "Dan will open the account by August 31" is Dan's task
         return False
     if SET_AMOUNT.search(core):
         return True
     closing = concluding or CLOSING_MARKER.search(raw) is not None or CONCLUDES.search(core) is not None
+    # "Two hundred and forty stewards a day, then.": what the discussion came to, said to close it
+    if CONCLUDES.search(core) and len(core.split()) >= 4 and not CLOSED.search(core):
+        return True
     if leader_concludes and len(core.split()) >= 5:  # "Then book it now.": too little to be what was settled
         return True
     if (SCHEDULED.search(core) or (closing and ON_A_DATE.search(core))) and names_a_date(core):
