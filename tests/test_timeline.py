@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import date
 
 from rag.timeline import Moment, TimedChange, TimedItem, link
@@ -46,6 +47,20 @@ def test_a_restatement_supersedes_nothing_and_what_replaces_it_replaces_the_orig
         decision(3, at(16), "target warehous snowflak bigqueri"),  # "Snowflake, not BigQuery"
     ]
     assert link(items, []).superseded_by == {1: 3, 2: 3, 3: None}
+
+
+def test_a_decision_the_notes_list_is_the_meeting_s_record_and_the_discussion_only_says_it_again():
+    notes = "m9"
+    items = [
+        decision(1, at(2), "venu riversid hall"),
+        # the prose of the notes, then the same decision under "## Decisions"
+        decision(2, at(9, 10, notes), "everyon agre move back venu harbour hall instead riversid"),
+        replace(decision(3, at(9, 80, notes), "venu back harbour hall"), listed=True),
+        decision(4, at(16), "venu switch riversid hall harbour hall booked"),
+    ]
+    timeline = link(items, [])
+    # the listed decision replaces the first; the prose restates it, so what replaces one replaces both
+    assert timeline.superseded_by == {1: 3, 2: 4, 3: 4, 4: None}
 
 
 def test_decisions_of_one_meeting_stand_side_by_side_unless_one_says_it_changes_the_other():

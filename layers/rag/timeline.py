@@ -12,7 +12,9 @@ task about the BOM however differently the two are worded around it.
   shared weight; within one meeting only when it says it changes something: "actually",
   "instead", ...). A later decision that only restates an earlier one (no word of its own
   besides confirming ones, and no change cue) is a restatement: it supersedes nothing, and
-  whatever later replaces it replaces the original too. A chat model's proposed link
+  whatever later replaces it replaces the original too. A decision that meeting notes list under a heading
+  ("## Decisions") is the meeting's record: it is linked before the notes' prose, and a decision of the prose on
+  its subject only restates it. A chat model's proposed link
   (``stated["supersedes"]``: the earlier decision's description) is taken when it names an
   earlier current decision; its ``null`` (it was shown the earlier decisions and named none) links nothing.
 - A change statement ("I sent the BOM on Friday", "Raj, could you take the runbook over?",
@@ -85,6 +87,7 @@ class TimedItem:
     description: str
     stated: dict[str, Any] = field(default_factory=dict)  # the extractor's values: status, assignee, due_date, supersedes
     end: int = 0  # end_char: with ``at.position``, the characters the item was taken from
+    listed: bool = False  # taken from a notes section of its kind ("## Decisions"): the meeting's record of it
 
     def spans(self, moment: Moment) -> bool:
         return self.at.same_meeting(moment) and self.at.position <= moment.position < max(self.end, self.at.position + 1)
@@ -129,7 +132,7 @@ def link(items: Sequence[TimedItem], changes: Sequence[TimedChange], names: Iter
     changes = [_with_subject(change, people) for change in changes]
     weights = Weights([i.words for i in items] + [c.words | c.context_words for c in changes])
     timeline = Timeline()
-    _link_decisions(sorted((i for i in items if i.kind == "decision"), key=lambda i: i.at), timeline, weights)
+    _link_decisions(sorted((i for i in items if i.kind == "decision"), key=_decision_order), timeline, weights)
     for item in items:
         if item.kind == "risk":
             timeline.risk_status[item.id] = "closed" if item.stated.get("status") == "closed" else "open"
@@ -188,13 +191,20 @@ def _with_subject(thing: Any, names: frozenset[str]) -> Any:
     return replace(thing, words=words)
 
 
+def _decision_order(decision: TimedItem) -> tuple[Any, ...]:
+    """Meeting order; within a meeting, the decisions its notes list under a heading first: the record of what was
+    decided replaces the earlier decisions, and the discussion around it only says it again."""
+    at = decision.at
+    return (at.day, at.uploaded, at.document_id, not decision.listed, at.position)
+
+
 def _link_decisions(decisions: Sequence[TimedItem], timeline: Timeline, weights: Weights) -> None:
     restates: dict[int, int] = {}  # a restatement -> the decision it restates (the first statement)
     # A decision is linked by a shared subject word (not a #date alone): only those are compared.
     by_word = positions_by_word(frozenset(w for w in _topic(d.words) if not w.startswith("#")) for d in decisions)
 
     def current_before(later: TimedItem, earlier: Sequence[TimedItem]) -> list[TimedItem]:
-        return [d for d in earlier if timeline.superseded_by[d.id] is None and d.at < later.at]
+        return [d for d in earlier if timeline.superseded_by[d.id] is None and _decision_order(d) < _decision_order(later)]
 
     for position, later in enumerate(decisions):
         timeline.superseded_by[later.id] = None
@@ -208,7 +218,7 @@ def _link_decisions(decisions: Sequence[TimedItem], timeline: Timeline, weights:
         if earlier is None:
             continue
         original = restates.get(earlier.id, earlier.id)
-        if _restates(later, earlier):
+        if _restates(later, earlier) or (earlier.listed and earlier.at.same_meeting(later.at)):
             restates[later.id] = original
             continue
         for replaced in current_before(later, before):  # the decision and every restatement of it

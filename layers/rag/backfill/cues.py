@@ -127,6 +127,8 @@ NOT_DECISION = _any(
     r"\blet's\s+not\b",
     # watching is not deciding: "let's keep an eye on that one", "let's keep it in mind"
     r"\bkeep(?:ing)?\s+(?:an\s+eye|track|(?:it|that|this)\s+in\s+mind|\w+ing\b)",
+    # ... nor is keeping something open: "let's keep that one open", "we'll keep it on the risk list"
+    r"\bkeep(?:ing)?\s+(?:it|that|this|them|the\s+\w+)(?:\s+one)?\s+(?:(?:very\s+much|still)\s+)?(?:open|on\s+(?:the|our)\s+(?:\w+\s+)?(?:list|radar|agenda))\b",
     # running the meeting: "we move on", "we pick this up next week", "we stick to the agenda"
     r"\bwe(?:'re|'ll|\s+will)?\s+(?:(?:now|just)\s+)?(?:mov(?:e|ing)\s+on|pick(?:ing)?\s+(?:this|that|it)\s+up|stick(?:ing)?\s+to\s+the\s+agenda|"
     r"open(?:ing)?\s+(?:the|this)\s+(?:meeting|call|session)|clos(?:e|ing)\s+(?:the|this)\s+(?:meeting|call|session))\b",

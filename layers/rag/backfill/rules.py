@@ -139,7 +139,7 @@ def classify(
 
 
 def _states_a_decision(core: str, raw: str, concluding: bool, is_task: bool, leader_concludes: bool) -> bool:
-    if NOT_DECISION.search(core):
+    if NOT_DECISION.search(core) or CLOSED.search(core):  # "the witness-slot worry is closed": a report on a risk
         return False
     if DECISION.search(core) or NAMED_CHOICE.search(raw):
         return True
@@ -198,8 +198,9 @@ def classify_with_model(
     probabilities = classify_sentence(
         sentence, speaker, first_in_turn=first_in_turn, last_in_turn=last_in_turn, previous=previous, following=following
     )
+    closes_a_risk = CLOSED.search(core) is not None  # a report on an earlier risk, no new decision or risk
     for kind in kinds_of(probabilities):
-        if kind in have:
+        if kind in have or (closes_a_risk and kind in ("decision", "risk")):
             continue
         if kind == "decision":
             why = RATIONALE.search(core)

@@ -54,15 +54,15 @@ def _items(conn: psycopg.Connection, kind: str, scope: dict[str, Any]) -> list[T
     table = LINKED_TABLES[kind]
     rows = conn.execute(
         f"""SELECT k.id, {_MOMENT_SQL}, tsvector_to_array(k.search_tsv) || {_COMPOUNDS_SQL.format(text="k.description")},
-                   k.description, k.stated, k.end_char
+                   k.description, k.stated, k.end_char, k.method = 'sections'
             FROM {table} k JOIN documents d ON d.id = k.document_id AND d.tenant_id = k.tenant_id
             WHERE k.tenant_id = %(tenant)s AND k.project_id = %(project)s
             ORDER BY 2 DESC, 3 DESC, k.id DESC LIMIT %(limit)s""",  # noqa: S608 - table names are constants
         scope,
     ).fetchall()
     return [
-        TimedItem(kind, id_, Moment(day, uploaded, document, position), frozenset(words), description, stated or {}, end)
-        for id_, day, uploaded, document, position, words, description, stated, end in rows
+        TimedItem(kind, id_, Moment(day, uploaded, document, position), frozenset(words), description, stated or {}, end, listed)
+        for id_, day, uploaded, document, position, words, description, stated, end, listed in rows
     ]
 
 
