@@ -109,6 +109,19 @@ def test_done_reported_by_the_owner_closes_the_task_it_answers():
     assert timeline.change_targets == {10: ("task", 1)}
 
 
+def test_a_report_in_notes_that_names_the_owner_counts_as_the_owner_s_own():
+    items = [
+        task(1, at(2), "send draft condit propos see exact word gate noise", "Gareth Lloyd"),
+        task(2, at(2, 40), "draft site plan revis", "Owen Hart"),
+    ]
+    # notes, no speaker: "Gareth sent the draft licence conditions on the 7th."
+    named = change(10, at(9), "done", "gareth draft licenc condit")
+    assert link(items, [named], names=["gareth", "lloyd", "owen", "hart"]).tasks[1].status == "done"
+    # the same words naming no one fall short of the task's subject
+    anonymous = change(10, at(9), "done", "draft licenc condit")
+    assert link(items, [anonymous], names=["gareth", "lloyd", "owen", "hart"]).tasks[1].status == "open"
+
+
 def test_a_change_that_names_no_open_item_changes_nothing():
     items = [task(1, at(2), "send bom factori", "Dana Kim")]
     changes = [change(10, at(9), "done", "weather nice today")]

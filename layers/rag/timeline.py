@@ -54,7 +54,7 @@ CHANGE_MIN_COVERAGE = 0.3
 CLOSURE_MIN_COVERAGE = 0.05  # "the credit risk is closed": the cue says the rest
 IMPLIED_MIN_COVERAGE = 0.1  # "The fibre went live": one rare word of the risk, said in a later meeting
 CONTEXT_WEIGHT = 0.5
-OWNER_REPORT_BONUS = 0.2  # a "done" or a new date said by the task's own owner
+OWNER_REPORT_BONUS = 0.2  # a "done" or a new date said by the task's own owner, or naming them ("Gareth sent ...")
 
 # Words that say a decision replaces something (PostgreSQL English stems).
 CHANGE_CUES = frozenset(
@@ -103,6 +103,7 @@ class TimedChange:
     speakers: tuple[str, ...] = ()
     new_value: str | None = None
     proposed_target: str | None = None
+    named: frozenset[str] = frozenset()  # the people it names ("Gareth sent the draft conditions"): their name stems
 
 
 @dataclass
@@ -187,7 +188,7 @@ def _with_subject(thing: Any, names: frozenset[str]) -> Any:
     words = frozenset(w for w in subject(thing.words, names) if not is_number(w))
     if isinstance(thing, TimedChange):
         context = frozenset(w for w in subject(thing.context_words, names) if not is_number(w))
-        return replace(thing, words=words, context_words=context)
+        return replace(thing, words=words, context_words=context, named=thing.words & names)
     return replace(thing, words=words)
 
 
@@ -318,8 +319,10 @@ def _is_open(item: TimedItem, timeline: Timeline) -> bool:
 
 
 def _owner_speaks(change: TimedChange, task: TaskState) -> bool:
+    """Whether the task's owner says the change, or is named in it (notes: "Margaret's margin model came in")."""
     owner = (task.assignee or "").casefold()
-    return bool(owner) and any(speaker.casefold() == owner for speaker in change.speakers)
+    named = bool(change.named) and any(part.strip("'’") in change.named for part in owner.split())
+    return bool(owner) and (named or any(speaker.casefold() == owner for speaker in change.speakers))
 
 
 def _apply(change: TimedChange, target: TimedItem, timeline: Timeline) -> None:

@@ -60,6 +60,13 @@ def changes_of(text: str, speaker: str | None = "Lena Vogel") -> list[tuple[str,
         ("Their backorder is somebody else's problem now.", [("closed", None)]),
         ("That one's done, we can stop worrying about it.", [("closed", None), ("done", None)]),  # a risk or a task
         ("I'll take the trailer over.", [("reassigned", "Lena Vogel")]),
+        # a report with a question tag, circulated, arrived, in place; work stopped or dropped
+        ("Also, I sent the seating chart on the 9th, did everyone get it?", [("done", None)]),
+        ("Omar's revised budget went round on the 6th.", [("done", None)]),
+        ("The council's answer came on the 24th, and it's a no.", [("done", None)]),
+        ("The night security has been in since the 1st.", [("done", None)]),
+        ("I'll stop work on the mobile prototype.", [("cancelled", None)]),
+        ("Honestly, let's drop it.", [("cancelled", None)]),
     ],
 )
 def test_a_change_statement_and_its_new_value(text, expected):
@@ -77,6 +84,7 @@ def test_a_change_statement_and_its_new_value(text, expected):
         "If the quote comes back late, we slip.",
         "Could you send it to Omar?",
         "Can I have the room until six?",  # a room, not more time for work
+        "Did you send the seating chart, or is it still with Omar?",
         "We talked about the press kit.",  # past, but no completion
         "That's a risk too.",
         "Aisha Patel: load the approved annual leave into the roster, due March 2.",  # an adjective, no report

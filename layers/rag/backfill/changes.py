@@ -70,7 +70,7 @@ DONE = _any(
     r"(?<!\bthe )(?<!\ba )(?<!\ban )(?<!\bour )(?<!\bany )(?<!\bthis )(?<!\btheir )"
     r"\b(?:sent|shipped|submitted|published|booked|signed|filed|posted|uploaded|delivered|merged|deployed|released|"
     r"approved|reviewed|confirmed|finished|completed|paid|ordered|received|installed|rebuilt|fixed)\b",
-    r"\bwent\s+(?:fine|well|smoothly|through|live|ok(?:ay)?)\b",
+    r"\bwent\s+(?:fine|well|smoothly|through|live|ok(?:ay)?|round|around)\b",  # "the draft went round on the 14th"
     r"\b(?:I|we|they|he|she)\s+(?:just\s+|already\s+|finally\s+)?(?:finished|completed|sent|shipped|submitted|published|"
     r"booked|signed|filed|posted|uploaded|delivered|merged|deployed|released|wrapped\s+up|got\s+(?:it|them|the)\b)",
     r"\b(?:went|go(?:es)?)\s+out\b",
@@ -83,16 +83,18 @@ DONE = _any(
     # A report in the past tense, with when it happened: "I profiled the harbour on the 8th", "Kevin reached
     # Marco on July 30", "the fix went in on the 19th", "it arrived Thursday", "opened on August 27th".
     rf"(?:^|\b(?:I|we|he|she|they|it|[A-Z][a-z]+)\s+)(?!{NOT_COMPLETIONS}\b)(?:\w+ed|built|ran|reran|sent|made|wrote|did|put|took|went\s+(?:in|to|out)|"
-    rf"came\s+(?:up|in)|began|bought|found|gave|met|spoke|brought|held|paid|sold|won|got)\b.{{0,80}}?{PAST_TIME}",
+    rf"came|began|bought|found|gave|met|spoke|brought|held|paid|sold|won|got)\b.{{0,80}}?{PAST_TIME}",
     # The present perfect reports a completion: "Aisha has built the templates", "I've got forty-three volunteers".
     rf"\b(?:has|have|'ve)\s+(?:now\s+|already\s+|just\s+|finally\s+)?(?!{NOT_COMPLETIONS}\b)(?:\w+ed|built|done|sent|made|written|got|gotten|put|set\s+up|"
     r"taken|run|paid|sold|found|given|bought|won)\b",
     r"\b(?:is|are)\s+(?:all\s+|now\s+)?in[.!]?$",  # "the personal asks are in"
+    r"\b(?:has|have)\s+been\s+in\s+since\b",  # "the fire watch has been in since the 1st"
 )
 CANCELLED = _any(
     r"\bcancel(?:led|ed|ling|s)?\b", r"\bcall(?:ed|ing)?\s+off\b", r"\bscrap(?:ped|ping)?\b",
     r"\bno\s+longer\s+need", r"\bnot\s+needed\s+any\s*more\b", r"\bdon't\s+need\b.{0,60}\bany\s*more\b",
-    r"\bnot\s+happening\b",
+    r"\bnot\s+happening\b", r"\bstop(?:ping)?\s+work\s+on\b",
+    r"\b(?:let's|we|I'm|I)\s+(?:just\s+)?drop(?:ping)?\s+(?:it|that|this|the\s+\w+)\b",
 )  # fmt: skip
 # "That's off my list" after "I sent it Monday" is done; said alone, the task was dropped.
 DROPPED = re.compile(r"\boff\s+(?:my|the|our|his|her|their)\s+(?:list|plate)\b", re.I)
@@ -116,6 +118,12 @@ TAKES_OVER = re.compile(
 # More time asked for, which the meeting gives: "Can I have until the 14th?", "Give me until the 20th."
 ASKS_FOR_TIME = re.compile(
     r"\b(?:can|could|may)\s+(?:I|we)\s+have\s+until\b|\bgive\s+(?:me|us)\s+until\b|\b(?:I|we)\s+need\s+until\b", re.I
+)
+# A statement, then a short question about it: "..., did everyone get it?", "..., right?"
+QUESTION_TAG = re.compile(
+    r"^(?P<statement>(?!(?:can|could|would|will|do|does|did|is|are|was|were|have|has|should|shall|what|when|who|how|"
+    r"why|where|which)\b)[^?]{12,}?),\s+(?:\w+\s+){0,5}\w+\?$",
+    re.I,
 )
 RESCHEDULED = _any(
     r"\b(?:push(?:ed|ing)?|mov(?:e|ed|ing)|slip(?:s|ped|ping)?|slid(?:e|es|ing)?|postpon(?:e|ed|ing)|delay(?:ed|ing)?|"
@@ -186,6 +194,8 @@ def _changes_of(core: str, meeting_date: date | None, people: People, speaker: s
         changes.append(("reassigned", people.canonical(name)))
     elif speaker and (TAKES_OVER.search(core)):
         changes.append(("reassigned", people.canonical(speaker)))
+    if tagged := QUESTION_TAG.match(core):  # "I sent the spec on the 14th, did everyone get it?": a report
+        core = tagged["statement"] + "."
     if core.endswith("?"):  # a question changes nothing, save asking someone to take a task over or for more time
         if ASKS_FOR_TIME.search(core) and (new_date := due_date(core, meeting_date)):
             changes.append(("rescheduled", new_date.isoformat()))
