@@ -260,6 +260,21 @@ def _turns(*said: tuple[int, str, str]) -> list[Unit]:
     return units
 
 
+def test_a_risk_and_what_follows_from_it_in_the_same_turn_are_one_risk():
+    units = _turns(
+        (0, "Ana", "I'm worried about the crane permit."),
+        (0, "Ana", "If the council doesn't issue it by the 3rd, the steel delivery slips a month."),
+        (1, "Bo", "If the weather turns, we lose the roofing window."),  # another speaker's: a risk of its own
+    )
+    risks = [i for i in extract_by_rules(units, None, date(2026, 5, 4)) if i.kind == "risk"]
+    assert [(r.description, r.start_turn, r.end_turn) for r in risks] == [
+        ("I'm worried about the crane permit.", 0, 0),
+        ("If the weather turns, we lose the roofing window.", 1, 1),
+    ]
+    assert risks[0].evidence == " ".join(u.text for u in units[:2])
+    assert risks[0].end_char == units[1].end_char
+
+
 def test_a_decision_said_twice_in_one_turn_is_one_and_a_deadline_may_follow_its_task():
     units = _turns(
         (0, "Maria", "Then let's stay with what works."),
