@@ -260,6 +260,12 @@ def _turns(*said: tuple[int, str, str]) -> list[Unit]:
     return units
 
 
+def test_work_the_speaker_offers_with_a_date_is_the_speaker_s_task():
+    units = _turns((0, "Lucy Grant", "I can have the seating plan done by September 15th."))
+    [task] = [i for i in extract_by_rules(units, None, date(2026, 9, 1)) if i.kind == "task"]
+    assert (task.fields["assignee"], task.fields["due_date"]) == ("Lucy Grant", date(2026, 9, 15))
+
+
 def test_a_risk_and_what_follows_from_it_in_the_same_turn_are_one_risk():
     units = _turns(
         (0, "Ana", "I'm worried about the crane permit."),

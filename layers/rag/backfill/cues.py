@@ -213,6 +213,11 @@ MEETING_VERBS = (
     r"|need(?!\s+to\b)|lose|not"  # "I'll need a design pack from them" is a need, "I'll lose people" a consequence
 )
 SELF_COMMITMENT = re.compile(rf"\bI(?:'ll|\s+will|'m\s+going\s+to|\s+am\s+going\s+to)\s+(?!(?:{MEETING_VERBS})\b)\w+", re.I)
+# Work the speaker offers to do: "I can have it by December 11", "let me ask our data team".
+OFFER = re.compile(
+    r"^(?:(?:and|so|okay|ok|sure|yes|yeah|right),?\s+)*(?:I\s+(?:can|could)|let\s+me)\s+(?!(?:see|think|say|check\s+my|be)\b)\w+",
+    re.I,
+)
 # "Elena will hate me" says how someone will feel, not what they will do.
 NAMED_COMMITMENT = re.compile(
     r"\b(?P<name>[A-Z][a-z]+)\s+(?:will|is\s+going\s+to|is\s+to)\s+(?!(?:be|hate|love|like|mind|know|understand|agree|want|not|never)\b)\w+"

@@ -70,6 +70,7 @@ from rag.backfill.cues import (
     NOT_DECISION,
     NOT_NAMES,
     NOT_RISK,
+    OFFER,
     ON_A_DATE,
     OPPORTUNITY,
     OPPORTUNITY_TYPES,
@@ -211,6 +212,8 @@ def classify_with_model(
             found.append(Match("opportunity", {"type": keyword_class(core, OPPORTUNITY_TYPES, "general")}))
         elif kind == "task":
             assignee = _task(core, speaker, people)[0] if len(core.split()) >= 3 else None
+            # "I can have them recruited by the 15th", "Let me ask our data team": the speaker's own
+            assignee = assignee or (speaker if OFFER.search(core) else None)
             found.append(Match("task", {"assignee": assignee, "due_date": due_date(core, meeting_date), "status": "open"}))
     return found
 
