@@ -224,6 +224,9 @@ def test_a_bare_agreed_takes_what_was_proposed_and_a_request_goes_to_who_accepts
         ("The translator says she can start on the 1st of September.", []),
         ("The sales page went live on August 31st.", []),  # a report of the past
         ("We'll move on, then, to item 2.", []),  # running the meeting
+        ("Let's take the catering first.", []),
+        ("Let's keep this short, everyone has a train to catch.", []),
+        ("See you all on Thursday.", []),
         ("Let's take a break.", []),
         ("We'll see how it goes.", []),
         ("OK so here's where we are on the budget.", []),

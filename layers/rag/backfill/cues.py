@@ -132,6 +132,11 @@ NOT_DECISION = _any(
     # running the meeting: "we move on", "we pick this up next week", "we stick to the agenda"
     r"\bwe(?:'re|'ll|\s+will)?\s+(?:(?:now|just)\s+)?(?:mov(?:e|ing)\s+on|pick(?:ing)?\s+(?:this|that|it)\s+up|stick(?:ing)?\s+to\s+the\s+agenda|"
     r"open(?:ing)?\s+(?:the|this)\s+(?:meeting|call|session)|clos(?:e|ing)\s+(?:the|this)\s+(?:meeting|call|session))\b",
+    # ... the order of the agenda or the call itself: "let's take the dates first", "let's keep this short", "see you
+    # in two weeks"
+    r"\blet's\s+(?:(?:take|do|start\s+with|begin\s+with|look\s+at)\s+(?:the\s+)?[\w'-]+(?:\s+[\w'-]+)?\s+first|"
+    r"keep\s+(?:this|it)\s+(?:short|brief|quick))\b",
+    r"\bsee\s+you\s+(?:all\s+)?(?:in|on|next|at|then|tomorrow)\b",
     # the chair giving the floor: "we go back to Mr. Ortiz", "we now move to questions", "the floor goes to"
     r"\b(?:move|moves|go|goes)\s+(?:back\s+)?to\s+(?:Mr|Ms|Mrs|Dr|Senator|Minister|Madam|questions?|item|"
     r"the\s+(?:next|floor|member|minister|chair|leader))\b",

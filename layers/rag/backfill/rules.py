@@ -203,6 +203,8 @@ def classify_with_model(
     for kind in kinds_of(probabilities):
         if kind in have or (closes_a_risk and kind in ("decision", "risk")):
             continue
+        if kind == "decision" and NOT_DECISION.search(core):  # watching, deferring, running the meeting
+            continue
         if kind == "decision":
             why = RATIONALE.search(core)
             found.append(Match("decision", {"status": "agreed", "rationale": why["why"].rstrip(".") if why else None}))
