@@ -122,6 +122,21 @@ def test_a_report_in_notes_that_names_the_owner_counts_as_the_owner_s_own():
     assert link(items, [anonymous], names=["gareth", "lloyd", "owen", "hart"]).tasks[1].status == "open"
 
 
+def test_a_new_date_promised_by_the_owner_moves_a_task_due_around_that_meeting():
+    items = [task(1, at(2), "send design pack northfield", "Sanjay Mehta", due="2026-03-06")]
+
+    def promised(day: int, new: str, speaker: str = "Sanjay Mehta") -> TimedChange:
+        # "I'll have the design pack to Northfield by the ...", said in a later meeting
+        return change(10, at(day), "rescheduled", "design pack northfield", speakers=(speaker,), new_value=new, promised=True)
+
+    assert link(items, [promised(9, "2026-03-13")]).tasks[1].due_date == date(2026, 3, 13)
+    assert link(items, [promised(9, "2026-03-13", "Tom Lee")]).tasks[1].due_date == date(2026, 3, 6)  # not the owner
+    assert link(items, [promised(9, "2026-03-04")]).tasks[1].due_date == date(2026, 3, 6)  # earlier: a new task's date
+    far = Moment(date(2026, 4, 20), 50.0, "m50", 0)  # six weeks after it was due: another piece of work
+    late = replace(promised(9, "2026-04-30"), at=far)
+    assert link(items, [late]).tasks[1].due_date == date(2026, 3, 6)
+
+
 def test_a_change_that_names_no_open_item_changes_nothing():
     items = [task(1, at(2), "send bom factori", "Dana Kim")]
     changes = [change(10, at(9), "done", "weather nice today")]

@@ -21,6 +21,8 @@ task about the BOM however differently the two are worded around it.
   "the certification risk is gone") changes the open task or risk of an earlier moment whose
   subject it shares most, counting the words of the statement and, at half weight, of what was
   said just before it (the question it answers); a report by the task's own owner counts extra.
+  A new date its owner promises in a later meeting ("I'll have it to Northfield by the 25th") moves a task that was
+  due within two weeks of that meeting to the later date; a promise about anything else moves nothing.
   A task extracted from the very words of a handover or a new date ("James, could you take
   over the grant application?") is that earlier task's follow-up, not a task of its own: it
   shows the earlier task's state and no later change is linked to it.
@@ -33,7 +35,7 @@ task about the BOM however differently the two are worded around it.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from datetime import date
 from typing import Any
 
@@ -45,6 +47,9 @@ from rag.subject_words import (
     subject,
     value_kinds,
 )
+from rag.timed import Moment, TaskState, TimedChange, TimedItem, Timeline
+
+__all__ = ["Moment", "TaskState", "TimedChange", "TimedItem", "Timeline", "link"]
 
 # Decisions: the shared words' weight over both decisions' (a weighted Dice coefficient).
 DECISION_MIN_SIMILARITY = 0.25
@@ -54,6 +59,7 @@ CHANGE_MIN_COVERAGE = 0.3
 CLOSURE_MIN_COVERAGE = 0.05  # "the credit risk is closed": the cue says the rest
 IMPLIED_MIN_COVERAGE = 0.1  # "The fibre went live": one rare word of the risk, said in a later meeting
 CONTEXT_WEIGHT = 0.5
+PROMISE_WINDOW_DAYS = 14  # a promised date moves a task due within two weeks of the meeting that promises it
 OWNER_REPORT_BONUS = 0.2  # a "done" or a new date said by the task's own owner, or naming them ("Gareth sent ...")
 
 # Words that say a decision replaces something (PostgreSQL English stems).
@@ -63,64 +69,6 @@ CHANGE_CUES = frozenset(
 )  # fmt: skip
 # Words a restatement adds to what it restates ("we confirmed the May 19 date", "it stays at $89").
 CONFIRMING = frozenset({"confirm", "agre", "still", "stay", "reconfirm", "final", "decid", "decis", "date", "keep"})
-
-
-@dataclass(frozen=True, order=True)
-class Moment:
-    """When something was said: the meeting's day, the document's upload, the position in it."""
-
-    day: date
-    uploaded: float  # the document's creation time (epoch seconds): meetings of one day in upload order
-    document_id: str
-    position: int  # start_char
-
-    def same_meeting(self, other: Moment) -> bool:
-        return self.document_id == other.document_id
-
-
-@dataclass(frozen=True)
-class TimedItem:
-    kind: str  # decision | risk | task
-    id: int
-    at: Moment
-    words: frozenset[str]
-    description: str
-    stated: dict[str, Any] = field(default_factory=dict)  # the extractor's values: status, assignee, due_date, supersedes
-    end: int = 0  # end_char: with ``at.position``, the characters the item was taken from
-    listed: bool = False  # taken from a notes section of its kind ("## Decisions"): the meeting's record of it
-
-    def spans(self, moment: Moment) -> bool:
-        return self.at.same_meeting(moment) and self.at.position <= moment.position < max(self.end, self.at.position + 1)
-
-
-@dataclass(frozen=True)
-class TimedChange:
-    id: int
-    at: Moment
-    change: str  # done | cancelled | reassigned | rescheduled | closed
-    words: frozenset[str]
-    context_words: frozenset[str] = frozenset()
-    speakers: tuple[str, ...] = ()
-    new_value: str | None = None
-    proposed_target: str | None = None
-    named: frozenset[str] = frozenset()  # the people it names ("Gareth sent the draft conditions"): their name stems
-
-
-@dataclass
-class TaskState:
-    status: str
-    assignee: str | None
-    due_date: date | None
-
-
-@dataclass
-class Timeline:
-    """The effective state of every item, and what each change statement changed."""
-
-    superseded_by: dict[int, int | None] = field(default_factory=dict)  # decision id -> the decision replacing it
-    risk_status: dict[int, str] = field(default_factory=dict)
-    tasks: dict[int, TaskState] = field(default_factory=dict)
-    change_targets: dict[int, tuple[str, int] | None] = field(default_factory=dict)
 
 
 def link(items: Sequence[TimedItem], changes: Sequence[TimedChange], names: Iterable[str] = ()) -> Timeline:
@@ -156,6 +104,8 @@ def link(items: Sequence[TimedItem], changes: Sequence[TimedChange], names: Iter
     reports: list[TimedChange] = []  # things reported done that no task asked for
     for change in sorted(changes, key=lambda c: c.at):
         shared = sharing(change)
+        if change.promised:  # the speaker's own task, due around this meeting, now promised for later
+            shared = [item for item in shared if item.kind == "task" and _slipped(item, change, timeline)]
         target = _target(change, [c for c in shared if c.id not in follow_ups or c.kind != "task"], timeline, weights)
         timeline.change_targets[change.id] = (target.kind, target.id) if target else None
         if target is None:
@@ -310,6 +260,16 @@ def _restatements(change: TimedChange, target: TimedItem, candidates: Sequence[T
         if item.kind == "risk" and item.id != target.id and item.at < change.at and not item.spans(change.at)
         and _is_open(item, timeline) and named <= item.words
     ]  # fmt: skip
+
+
+def _slipped(item: TimedItem, change: TimedChange, timeline: Timeline) -> bool:
+    """Whether a promised date moves ``item``: its owner promises it, in a later meeting, later than it was due, and
+    it was due within ``PROMISE_WINDOW_DAYS`` of that meeting (an old task long overdue is not what a new promise is
+    about, nor one far ahead)."""
+    task, new = timeline.tasks[item.id], _as_date(change.new_value)
+    if task.due_date is None or new is None or new <= task.due_date or item.at.same_meeting(change.at):
+        return False
+    return _owner_speaks(change, task) and abs((change.at.day - task.due_date).days) <= PROMISE_WINDOW_DAYS
 
 
 def _is_open(item: TimedItem, timeline: Timeline) -> bool:

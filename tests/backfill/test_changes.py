@@ -76,7 +76,7 @@ def test_a_change_statement_and_its_new_value(text, expected):
 @pytest.mark.parametrize(
     "text",
     [
-        "I'll send the vendor shortlist on Thursday.",  # a plan
+        "I'll send the vendor shortlist.",  # a plan
         "We need to book the venue.",
         "Is the floor plan done?",  # a question
         "The contract is not signed yet.",
@@ -95,6 +95,14 @@ def test_a_change_statement_and_its_new_value(text, expected):
 )
 def test_plans_questions_and_negations_change_nothing(text):
     assert changes_of(text) == []
+
+
+def test_a_new_date_promised_for_one_s_own_work_is_a_promised_reschedule():
+    units = [Unit(0, 40, "I'll have the floor plan to you by the 13th.", 0, "Lena Vogel")]
+    [promise] = detect_changes(units, None, MONDAY, PEOPLE)
+    assert (promise.change, promise.new_value, promise.promised) == ("rescheduled", "2026-03-13", True)
+    [moved] = detect_changes([Unit(0, 40, "We push the dry run to March 16.", 0, "Lena Vogel")], None, MONDAY, PEOPLE)
+    assert (moved.change, moved.promised) == ("rescheduled", False)
 
 
 def test_a_change_keeps_its_place_speaker_and_what_was_said_just_before():

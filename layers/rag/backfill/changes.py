@@ -94,7 +94,9 @@ CANCELLED = _any(
     r"\bcancel(?:led|ed|ling|s)?\b", r"\bcall(?:ed|ing)?\s+off\b", r"\bscrap(?:ped|ping)?\b",
     r"\bno\s+longer\s+need", r"\bnot\s+needed\s+any\s*more\b", r"\bdon't\s+need\b.{0,60}\bany\s*more\b",
     r"\bnot\s+happening\b", r"\bstop(?:ping)?\s+work\s+on\b",
-    r"\b(?:let's|we|I'm|I)\s+(?:just\s+)?drop(?:ping)?\s+(?:it|that|this|the\s+\w+)\b",
+    r"\b(?:let's|we|I'm|I|I've|we've)\s+(?:just\s+)?drop(?:ped|ping)?\s+(?:it|that|this|the\s+\w+)\b",
+    r"\b(?:I've|we've|I|we)\s+stopped\s+(?:it|that|this|the\s+\w+|work)\b", r"\bI\s+never\s+(?:placed|sent|made|booked)\b",
+    r"\bwe'll\s+leave\s+it\b",
 )  # fmt: skip
 # "That's off my list" after "I sent it Monday" is done; said alone, the task was dropped.
 DROPPED = re.compile(r"\boff\s+(?:my|the|our|his|her|their)\s+(?:list|plate)\b", re.I)
@@ -125,6 +127,8 @@ QUESTION_TAG = re.compile(
     r"why|where|which)\b)[^?]{12,}?),\s+(?:\w+\s+){0,5}\w+\?$",
     re.I,
 )
+# A new date promised for one's own work: "I'll have it to Northfield by the 25th", "we can get it done by Friday".
+PROMISE = re.compile(r"\b(?:I|we)(?:'ll|\s+will|'m\s+going\s+to|\s+can)\s+(?:have|get|finish|send|do)\b", re.I)
 RESCHEDULED = _any(
     r"\b(?:push(?:ed|ing)?|mov(?:e|ed|ing)|slip(?:s|ped|ping)?|slid(?:e|es|ing)?|postpon(?:e|ed|ing)|delay(?:ed|ing)?|"
     r"reschedul(?:e|ed|ing)|shift(?:ed|ing)?)\b.{0,60}\b(?:to|until|till)\b",
@@ -150,7 +154,7 @@ def detect_changes(
             before = [u for u in units[max(position - CONTEXT_UNITS, 0) : position] if u.turn is not None]
             found.append(
                 KnowledgeChange(
-                    change=change,
+                    change="rescheduled" if change == "promised" else change,
                     evidence=clip(unit.text, 2000),
                     start_char=unit.start_char,
                     end_char=unit.end_char,
@@ -161,6 +165,7 @@ def detect_changes(
                     speakers=(people.canonical(unit.speaker) or unit.speaker,) if unit.speaker else (),
                     context=clip(" ".join(u.text for u in before), CONTEXT_CHARS) or None,
                     new_value=new_value,
+                    promised=change == "promised",
                 )
             )
     return found
@@ -187,7 +192,9 @@ def _lines(unit: Unit) -> list[Unit]:
 
 
 def _changes_of(core: str, meeting_date: date | None, people: People, speaker: str | None = None) -> list[tuple[str, str | None]]:
-    """(change, new value) pairs one sentence states; ``speaker`` takes over what they say they take over."""
+    """(change, new value) pairs one sentence states; ``speaker`` takes over what they say they take over. A new date
+    promised without saying it moves ("I'll have it by the 25th") is ``promised``: a reschedule only of a task the
+    speaker owes that was due around then (``rag.timeline``)."""
     changes: list[tuple[str, str | None]] = []
     if reassigned := REASSIGNED.search(core):
         name = next(value for key, value in reassigned.groupdict().items() if key.startswith("name") and value)
@@ -212,4 +219,6 @@ def _changes_of(core: str, meeting_date: date | None, people: People, speaker: s
     moved = RESCHEDULED.search(core) or reassigned  # "take over the one-pager, due March 11": a new date too
     if moved and (new_date := due_date(core, meeting_date)):
         changes.append(("rescheduled", new_date.isoformat()))
+    elif PROMISE.search(core) and (new_date := due_date(core, meeting_date)):
+        changes.append(("promised", new_date.isoformat()))
     return changes

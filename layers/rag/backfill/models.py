@@ -90,3 +90,4 @@ class KnowledgeChange:
     context: str | None = None  # what was said just before (the question a "done" answers)
     new_value: str | None = None  # reassigned: the new owner; rescheduled: the new due date (ISO)
     proposed_target: str | None = None  # llm: the description of the earlier item it names
+    promised: bool = False  # rescheduled by a new promise ("I'll have it by the 25th"), not a stated move

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import date
+from typing import Any
 
-from rag.backfill.cues import ACCEPTS, DEADLINE_FIRST, DELIVERY, MITIGATION, SELF_COMMITMENT
+from rag.backfill.cues import ACCEPTS, DEADLINE_FIRST, DELIVERY, MITIGATION, REQUEST_OF_SOMEONE, SELF_COMMITMENT
 from rag.backfill.due_dates import due_date
 from rag.backfill.text import clean, clip
 from rag.backfill.units import Unit
@@ -55,6 +56,32 @@ def deadline_after(units: Sequence[Unit], position: int, meeting_date: date | No
             if found is not None:
                 return found, following
     return None
+
+
+def task_with_answer(
+    units: Sequence[Unit], position: int, fields: dict[str, Any], people: People, meeting_date: date | None, answered: set[int]
+) -> int:
+    """Complete the task of sentence ``position`` (``fields``: its owner and date) from what follows it; returns its last
+    sentence, and adds the sentences it took in to ``answered``."""
+    assignee = people.canonical(fields["assignee"])
+    last = position
+    answer = accepting_answer(units, position, assignee, people) if REQUEST_OF_SOMEONE.search(clean(units[position].text)) else []
+    if answer:
+        # "Dana, can you ...?" / "Yes, I'll have it by Friday.": one task; the date the answer commits to, else the one
+        # asked for.
+        answered.update(answer)
+        last = answer[-1]
+        assignee = people.canonical(units[last].speaker)
+        fields["due_date"] = next((d for p in answer if (d := due_date(clean(units[p].text), meeting_date))), fields["due_date"])
+    # "I'll profile the memory. I'll have numbers by Friday.", "Aiko, would you ...? End of next week?": the deadline
+    # follows the request or its answer, in the same task.
+    for after in dict.fromkeys((position, last)):
+        if fields["due_date"] is None and (deadline := deadline_after(units, after, meeting_date)):
+            fields["due_date"], said_at = deadline
+            answered.add(said_at)
+            last = max(last, said_at)
+    fields["assignee"] = assignee
+    return last
 
 
 def mitigation(units: Sequence[Unit], position: int) -> str | None:

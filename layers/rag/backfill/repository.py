@@ -47,7 +47,7 @@ STATED_FIELDS = {"decision": ("supersedes",), "risk": ("status",), "task": ("ass
 INITIAL_STATUS = {"decision": "current", "risk": "open", "task": "open"}
 CHANGE_COLUMNS = (
     "document_id", "segment_id", "tenant_id", "project_id", "start_turn", "end_turn", "start_char", "end_char",
-    "speakers", "evidence", "context", "change", "new_value", "method", "proposed_target",
+    "speakers", "evidence", "context", "change", "new_value", "method", "proposed_target", "promised",
 )  # fmt: skip
 
 
@@ -193,6 +193,7 @@ def replace_changes(conn: psycopg.Connection, document: ClaimedDocument, changes
             c.new_value,
             c.method,
             c.proposed_target,
+            c.promised,
         )  # fmt: skip
         for c in changes
     ]

@@ -78,7 +78,6 @@ from rag.backfill.cues import (
     PLANNED_RESPONSE,
     RATIONALE,
     REQUEST,
-    REQUEST_OF_SOMEONE,
     RISK,
     RISK_CATEGORIES,
     ROLE_COMMITMENT,
@@ -92,7 +91,7 @@ from rag.backfill.cues import (
 )
 from rag.backfill.due_dates import due_date, names_a_date
 from rag.backfill.models import ItemKind, KnowledgeItem
-from rag.backfill.neighbours import accepting_answer, deadline_after, follows_in_turn, mitigation
+from rag.backfill.neighbours import follows_in_turn, mitigation, task_with_answer
 from rag.backfill.text import clean, clip
 from rag.backfill.units import Unit
 from rag.people import People
@@ -290,25 +289,7 @@ def extract_by_rules(
                 first = position - 1
                 description = clean(units[first].text)
             if match.kind == "task":
-                assignee = people.canonical(fields["assignee"])
-                answer = accepting_answer(units, position, assignee, people) if REQUEST_OF_SOMEONE.search(description) else []
-                if answer:
-                    # "Dana, can you ...?" / "Yes, I'll have it by Friday.": one task; the date the answer
-                    # commits to, else the one asked for.
-                    answered.update(answer)
-                    last = answer[-1]
-                    assignee = people.canonical(units[last].speaker)
-                    fields["due_date"] = next(
-                        (d for p in answer if (d := due_date(clean(units[p].text), meeting_date))), fields["due_date"]
-                    )
-                # "I'll profile the memory. I'll have numbers by Friday.", "Aiko, would you ...? End of next week?":
-                # the deadline follows the request or its answer, in the same task.
-                for after in dict.fromkeys((position, last)):
-                    if fields["due_date"] is None and (deadline := deadline_after(units, after, meeting_date)):
-                        fields["due_date"], said_at = deadline
-                        answered.add(said_at)
-                        last = max(last, said_at)
-                fields["assignee"] = assignee
+                last = task_with_answer(units, position, fields, people, meeting_date, answered)
             if match.kind == "risk":
                 fields["mitigation"] = mitigation(units, position)
             if match.kind == "decision" and decided_at is not None and follows_in_turn(units, decided_at[1], position):

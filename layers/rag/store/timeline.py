@@ -87,7 +87,7 @@ def _changes(conn: psycopg.Connection, scope: dict[str, Any]) -> list[TimedChang
         f"""SELECT k.id, {_MOMENT_SQL}, k.change,
                    tsvector_to_array(k.search_tsv) || {_COMPOUNDS_SQL.format(text="k.evidence")},
                    tsvector_to_array(to_tsvector('english', coalesce(k.context, ''))), k.speakers, k.new_value,
-                   k.proposed_target
+                   k.proposed_target, k.promised
             FROM knowledge_changes k JOIN documents d ON d.id = k.document_id AND d.tenant_id = k.tenant_id
             WHERE k.tenant_id = %(tenant)s AND k.project_id = %(project)s
             ORDER BY 2 DESC, 3 DESC, k.id DESC LIMIT %(limit)s""",  # noqa: S608 - constant SQL
@@ -103,8 +103,9 @@ def _changes(conn: psycopg.Connection, scope: dict[str, Any]) -> list[TimedChang
             tuple(speakers),
             new_value,
             proposed,
+            promised=promised,
         )  # fmt: skip
-        for id_, day, uploaded, document, position, change, words, context, speakers, new_value, proposed in rows
+        for id_, day, uploaded, document, position, change, words, context, speakers, new_value, proposed, promised in rows
     ]
 
 
