@@ -67,6 +67,10 @@ def changes_of(text: str, speaker: str | None = "Lena Vogel") -> list[tuple[str,
         ("The night security has been in since the 1st.", [("done", None)]),
         ("I'll stop work on the mobile prototype.", [("cancelled", None)]),
         ("Honestly, let's drop it.", [("cancelled", None)]),
+        ("I've dropped it.", [("cancelled", None)]),
+        ("So I've stopped the application, there's no point.", [("cancelled", None)]),
+        ("I never placed the second order.", [("cancelled", None)]),
+        ("I've thanked them, but we'll leave it.", [("cancelled", None)]),
     ],
 )
 def test_a_change_statement_and_its_new_value(text, expected):
