@@ -6,13 +6,16 @@ open items (``rag.timeline``). So the cues can be plain and a little broad; a st
 matches no earlier item changes nothing.
 
 - done: a completion said in the past or present ("I sent it Friday", "the BOM went out last
-  Thursday", "the lab slot is booked", "the runbook is finished"), never a plan ("I'll send",
+  Thursday", "the lab slot is booked", "the runbook is finished", "the draft went round on the 14th", "I sent the
+  spec on the 14th, did everyone get it?"), never a plan ("I'll send",
   "we need to book", "if it comes back"), a question or a negation ("not done yet") said before it;
-- cancelled: "cancel", "call off", "scrap", "no longer need", "not needed any more";
+- cancelled: "cancel", "call off", "scrap", "no longer need", "not needed any more", "stop work on", "let's drop
+  it", "I never placed the order";
 - reassigned: "<Name>, could you take over ...", "<Name> will take it over", "hand it over to
   <Name>", "<Name> owns that now"; the new owner in the project's one form for that person;
-- rescheduled: "push / move / slip ... to <date>", "now due <date>": the new date resolved
-  against the meeting's;
+- rescheduled: "push / move / slip ... to <date>", "now due <date>", "Can I have until the 14th?", "by the 13th,
+  not the 30th": the new date resolved against the meeting's; a new date promised for one's own work ("I'll have it
+  to Northfield by the 25th") is ``promised``, which moves only a task its speaker owes (``rag.timeline``);
 - closed (risks): "the certification risk is gone", "I'd call that risk closed", "no longer a
   concern", "we can close that one".
 """
