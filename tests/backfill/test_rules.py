@@ -269,6 +269,22 @@ def test_work_the_speaker_offers_with_a_date_is_the_speaker_s_task():
     assert (task.fields["assignee"], task.fields["due_date"]) == ("Lucy Grant", date(2026, 9, 15))
 
 
+def test_one_piece_of_work_said_in_two_sentences_is_one_task():
+    tuesday = date(2026, 6, 2)
+    units = _turns(
+        (0, "Marta", "I'll read the venue contract properly."),
+        (0, "Marta", "I'll send you my comments by Friday."),
+        (1, "Ben", "I'll call the caterer tomorrow."),
+    )
+    tasks = [i for i in extract_by_rules(units, None, tuesday) if i.kind == "task"]
+    assert [(t.fields["assignee"], t.fields["due_date"], t.start_turn, t.end_turn) for t in tasks] == [
+        ("Marta", date(2026, 6, 5), 0, 0),
+        ("Ben", date(2026, 6, 3), 1, 1),
+    ]
+    assert tasks[0].description == "I'll read the venue contract properly."
+    assert tasks[0].evidence == " ".join(u.text for u in units[:2])
+
+
 def test_a_risk_and_what_follows_from_it_in_the_same_turn_are_one_risk():
     units = _turns(
         (0, "Ana", "I'm worried about the crane permit."),

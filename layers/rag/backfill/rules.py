@@ -267,7 +267,7 @@ def extract_by_rules(
     items: list[KnowledgeItem] = []
     answered: set[int] = set()  # sentences that took on a request: part of its task, not tasks of their own
     decided_at: tuple[int, int, int] | None = None  # the last decision's first and last sentence, index in ``items``
-    risked_at: tuple[int, int, int] | None = None  # the last risk's first and last sentence, index in ``items``
+    going_on: dict[str, tuple[int, int, int]] = {}  # risk, task: the last one's first and last sentence, index in ``items``
     for position, unit in enumerate(units):
         first_in_turn = unit.turn is None or position == 0 or units[position - 1].turn != unit.turn
         last_in_turn = unit.turn is None or position == len(units) - 1 or units[position + 1].turn != unit.turn
@@ -299,18 +299,24 @@ def extract_by_rules(
                 del items[decided_at[2]]
             if match.kind == "decision":
                 decided_at = (first, last, len(items))
-            if match.kind == "risk" and risked_at is not None and follows_in_turn(units, risked_at[1], position):
-                # "Every can picks up oxygen. If it comes out above the limit, the beer goes stale.": one risk, its
-                # cause and what follows; the first sentence names it.
-                span = units[risked_at[0] : last + 1]
-                items[risked_at[2]] = replace(
-                    items[risked_at[2]], evidence=" ".join(u.text for u in span), end_char=span[-1].end_char,
-                    end_turn=span[-1].turn,
+            if (
+                (earlier := going_on.get(match.kind))
+                and follows_in_turn(units, earlier[1], position)
+                and (match.kind == "risk" or items[earlier[2]].fields.get("assignee") == fields.get("assignee"))
+            ):
+                # "Every can picks up oxygen. If it comes out above the limit, the beer goes stale.", "I'll look at it
+                # properly. I'll give you an answer by Friday.": one risk, its cause and what follows; one piece of
+                # work and its deadline. The first sentence names it.
+                span, item = units[earlier[0] : last + 1], items[earlier[2]]
+                merged = {**fields, **{k: v for k, v in item.fields.items() if v is not None}}
+                items[earlier[2]] = replace(
+                    item, evidence=" ".join(u.text for u in span), end_char=span[-1].end_char, end_turn=span[-1].turn,
+                    fields=merged,
                 )  # fmt: skip
-                risked_at = (risked_at[0], last, risked_at[2])
+                going_on[match.kind] = (earlier[0], last, earlier[2])
                 continue
-            if match.kind == "risk":
-                risked_at = (first, last, len(items))
+            if match.kind in ("risk", "task"):
+                going_on[match.kind] = (first, last, len(items))
             span = units[first : last + 1]
             items.append(
                 KnowledgeItem(
