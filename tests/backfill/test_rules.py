@@ -213,7 +213,6 @@ def test_a_bare_agreed_takes_what_was_proposed_and_a_request_goes_to_who_accepts
         ("Let's book the quartet for dinner.", ["decision"]),
         ("Okay, the night shift joins in phase two.", ["decision"]),  # closing a discussion
         ("Night staff are in the pilot from day one, then.", ["decision"]),
-        ("Ninety volunteers on each shift, then.", ["decision"]),  # what the discussion came to
         ("So the Riverside hall it is.", ["decision"]),  # a choice named and closed
         ("Right, that's settled: two sessions, both in the morning.", ["decision"]),
         ("That's the flooding worry gone, then.", []),  # a risk closed, no decision
@@ -332,6 +331,8 @@ def test_the_meeting_leader_settles_what_was_proposed_by_concluding_it():
         (5, "Tom Ellis", "Then the newsletter lives on the website."),
         (6, "Nadia Rahman (Chair)", "The volunteers meet on the 14th instead."),
         (7, "Nadia Rahman (Chair)", "That's the first item."),
+        (8, "Tom Ellis", "Ninety chairs in the hall, then."),
+        (9, "Nadia Rahman (Chair)", "Ninety volunteers on each shift, then."),
     )
     people = People.of(unit.speaker for unit in units)
     assert people.leader == "Nadia Rahman"
@@ -342,6 +343,7 @@ def test_the_meeting_leader_settles_what_was_proposed_by_concluding_it():
         "Quay Road hall for every session from March.",  # after "let's do it": the settled version
         "The newsletter lives on the website, not in print.",  # "Then ...": a conclusion
         "The volunteers meet on the 14th instead.",  # a change stated
+        "Ninety volunteers on each shift, then.",  # what the discussion came to
     ]  # not the same words from someone else, nor the leader's chat
 
 

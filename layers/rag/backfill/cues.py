@@ -42,7 +42,6 @@ DECISION = _any(
     r"\bwe(?:'re| are)\s+going\s+with\b",
     r"\b(?:the\s+)?(?:final\s+)?decision\s+is\b",
     r"\bsettled\s+on\b",
-    r"\blet's\s+decide\b",
     rf"(?:^|[,;:]\s+|\bthen\s+)let's\s+(?:{LETS_SETTLE})\b",
     rf"^(?:(?:then|so|and|but|yeah|ok(?:ay)?|right|fine),?\s+)*we(?:'ll|\s+will)\s+(?:(?:just|all|simply|now)\s+)?(?:{SETTLED_VERBS_FUTURE})\b",
     r"^agreed\b",
@@ -113,6 +112,7 @@ LEADER_CONCLUSION = _any(
     r"\bfrom\s+(?:now\s+on|today|tomorrow)\b",
     r"\b(?:a|one|two|three|four)\s+(?:day|week|month)s?\s+(?:earlier|later)\b",
     r"\bit\s+is,?\s+then\b",
+    r",\s+then[.!]?$",  # what the discussion came to: "Two hundred and forty stewards a day, then."
 )
 PLAN_STATEMENT = re.compile(_SUBJECT + r"(?:will|'ll|(?:is|are)\s+(?:in|on)|goes|moves?|stays?|comes?|joins?)\b", re.I)
 HEDGED = re.compile(

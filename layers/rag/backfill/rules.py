@@ -148,9 +148,6 @@ def _states_a_decision(core: str, raw: str, concluding: bool, is_task: bool, lea
     if SET_AMOUNT.search(core):
         return True
     closing = concluding or CLOSING_MARKER.search(raw) is not None or CONCLUDES.search(core) is not None
-    # "Two hundred and forty stewards a day, then.": what the discussion came to, said to close it
-    if CONCLUDES.search(core) and len(core.split()) >= 4 and not CLOSED.search(core):
-        return True
     if leader_concludes and len(core.split()) >= 5:  # "Then book it now.": too little to be what was settled
         return True
     if (SCHEDULED.search(core) or (closing and ON_A_DATE.search(core))) and names_a_date(core):
