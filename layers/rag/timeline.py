@@ -154,8 +154,8 @@ def _link_decisions(decisions: Sequence[TimedItem], timeline: Timeline, weights:
     # A decision is linked by a shared subject word (not a #date alone): only those are compared.
     by_word = positions_by_word(frozenset(w for w in _topic(d.words) if not w.startswith("#")) for d in decisions)
 
-    def current_before(later: TimedItem, earlier: Sequence[TimedItem]) -> list[TimedItem]:
-        return [d for d in earlier if timeline.superseded_by[d.id] is None and _decision_order(d) < _decision_order(later)]
+    def current(earlier: Sequence[TimedItem]) -> list[TimedItem]:  # ``earlier``: decisions before, in decision order
+        return [d for d in earlier if timeline.superseded_by[d.id] is None]
 
     for position, later in enumerate(decisions):
         timeline.superseded_by[later.id] = None
@@ -163,16 +163,16 @@ def _link_decisions(decisions: Sequence[TimedItem], timeline: Timeline, weights:
         proposal = later.stated.get("supersedes")
         if "supersedes" in later.stated and proposal is None:
             continue  # a model was shown the earlier decisions and said it replaces none of them
-        named = _proposed(proposal, current_before(later, before)) if proposal else None
+        named = _proposed(proposal, current(before)) if proposal else None
         sharing = [decisions[p] for p in positions_sharing(by_word, _topic(later.words)) if p < position]
-        earlier = named or _closest_decision(later, current_before(later, sharing), weights)
+        earlier = named or _closest_decision(later, current(sharing), weights)
         if earlier is None:
             continue
         original = restates.get(earlier.id, earlier.id)
         if _restates(later, earlier) or (earlier.listed and earlier.at.same_meeting(later.at)):
             restates[later.id] = original
             continue
-        for replaced in current_before(later, before):  # the decision and every restatement of it
+        for replaced in current(before):  # the decision and every restatement of it
             if restates.get(replaced.id, replaced.id) == original:
                 timeline.superseded_by[replaced.id] = later.id
 
