@@ -84,6 +84,26 @@ def test_a_new_value_of_the_same_thing_supersedes_it_with_one_word_in_common():
     assert link(items, []).superseded_by == {1: 3, 2: 4, 3: None, 4: None, 5: None}
 
 
+def test_a_dates_day_and_year_are_not_an_amount():
+    items = [
+        decision(1, at(2), "move launch may 19"),
+        decision(2, at(9), "retail price 89 launch discount 10 preorder"),  # an amount: not the launch's date
+        decision(3, at(16), "move launch may 26 2026"),
+    ]
+    assert link(items, []).superseded_by == {1: 3, 2: None, 3: None}
+
+
+def test_a_decision_said_again_as_unchanged_or_with_the_day_as_a_number_only_restates_it():
+    items = [
+        decision(1, at(2), "move go-liv live monday march"),  # "the 16th of March": the ordinal is no subject word
+        replace(decision(2, at(9), "go-liv live stay monday 16 march"), listed=True),  # "Go-live stays on Monday 16 March."
+        decision(3, at(9, 40), "curfew eleven saturday ten thirti sunday"),
+        decision(4, at(16), "curfew unchang eleven saturday ten thirti sunday"),
+        decision(5, at(23), "go-liv live move monday 30 march"),
+    ]
+    assert link(items, []).superseded_by == {1: 5, 2: 5, 3: None, 4: None, 5: None}
+
+
 def test_decisions_on_different_subjects_stay_current():
     items = [decision(1, at(2), "launch may 5"), decision(2, at(9), "retail price 89")]
     assert link(items, []).superseded_by == {1: None, 2: None}

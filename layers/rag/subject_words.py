@@ -8,10 +8,11 @@ import math
 from collections import Counter
 from collections.abc import Iterable
 
-DATE_WORDS = frozenset(
-    {"monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday", "januari", "februari", "march",
-     "april", "may", "june", "juli", "august", "septemb", "octob", "novemb", "decemb", "quarter", "q1", "q2", "q3", "q4"}
-)  # fmt: skip
+MONTHS = frozenset(
+    {"januari", "februari", "march", "april", "may", "june", "juli", "august", "septemb", "octob", "novemb", "decemb"}
+)
+WEEKDAYS = frozenset({"monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"})
+DATE_WORDS = MONTHS | WEEKDAYS | {"quarter", "q1", "q2", "q3", "q4"}
 # Words that say nothing about a subject: how items are phrased, when things are due, what kind they are.
 NOISE = frozenset(
     {"decid", "decis", "agre", "go", "let", "will", "need", "think", "can", "could", "would", "like", "get", "make",
@@ -19,10 +20,9 @@ NOISE = frozenset(
      "come", "came", "went", "tri", "start", "finish", "done", "one", "two", "thing", "okay", "yeah", "right",
      "pleas", "sure", "us", "risk", "concern", "worri", "issu", "problem", "close", "task", "action", "item",
      "due", "today", "tomorrow", "tonight", "week", "weekend", "month", "day", "eod", "end", "next", "last",
-     "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday", "januari", "februari", "march",
-     "april", "may", "june", "juli", "august", "septemb", "octob", "novemb", "decemb", "also", "well", "back",
-     "first", "new", "now", "way", "bit", "lot", "anyway", "guess", "mayb", "probabl", "realli", "just"}
-)  # fmt: skip
+     "also", "well", "back", "first", "new", "now", "way", "bit", "lot", "anyway", "guess", "mayb", "probabl",
+     "realli", "just"}
+) | MONTHS | WEEKDAYS  # fmt: skip
 
 
 class Weights:
@@ -61,13 +61,21 @@ NUMBER_WORDS = frozenset(
 def value_kinds(words: Iterable[str]) -> frozenset[str]:
     """Pseudo-words for the kinds of value a decision sets: ``#date`` (a day or a month), ``#number`` (an amount, a
     count, a version: "2021 LTS" -> "2022 LTS", "range 3.1-200" -> "range 6.25 to 200")."""
+    words = frozenset(words)
+    with_month = bool(words & MONTHS)
     kinds = set()
     for word in words:
         if word in DATE_WORDS or ordinal(word):
             kinds.add("#date")
+        elif with_month and day_or_year(word):
+            continue  # "May 19", "1 September 2027": a date, not an amount
         elif is_number(word) or word in NUMBER_WORDS:
             kinds.add("#number")
     return frozenset(kinds)
+
+
+def day_or_year(word: str) -> bool:
+    return word.isdigit() and (1 <= int(word) <= 31 or 1900 <= int(word) <= 2100)
 
 
 def is_number(word: str) -> bool:

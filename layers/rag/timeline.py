@@ -41,6 +41,7 @@ from typing import Any
 
 from rag.subject_words import (
     Weights,
+    day_or_year,
     is_number,
     positions_by_word,
     positions_sharing,
@@ -68,7 +69,10 @@ CHANGE_CUES = frozenset(
      "rais", "cut", "cancel", "scrap", "overturn", "new", "anymor", "rather", "reconsid", "updat"}
 )  # fmt: skip
 # Words a restatement adds to what it restates ("we confirmed the May 19 date", "it stays at $89").
-CONFIRMING = frozenset({"confirm", "agre", "still", "stay", "reconfirm", "final", "decid", "decis", "date", "keep"})
+CONFIRMING = frozenset(
+    {"confirm", "agre", "still", "stay", "reconfirm", "final", "decid", "decis", "date", "keep", "unchang", "remain",
+     "otherwis", "same"}
+)  # fmt: skip
 
 
 def link(items: Sequence[TimedItem], changes: Sequence[TimedChange], names: Iterable[str] = ()) -> Timeline:
@@ -179,7 +183,13 @@ def _link_decisions(decisions: Sequence[TimedItem], timeline: Timeline, weights:
 
 def _restates(later: TimedItem, earlier: TimedItem) -> bool:
     """Whether ``later`` only says ``earlier`` again: no change cue, and nothing new besides confirming words."""
-    return not (later.words & CHANGE_CUES) and not (later.words - earlier.words - CONFIRMING)
+    return not (later.words & CHANGE_CUES) and not (_days(later.words) - _days(earlier.words) - CONFIRMING)
+
+
+def _days(words: frozenset[str]) -> frozenset[str]:
+    """Without a date's day and year ("Go-live stays on Monday 16 March" says "Monday the 16th of March" again: the
+    ordinal is no subject word, the number is); the kind of value (``#date``) stays."""
+    return frozenset(w for w in words if not ("#date" in words and day_or_year(w)))
 
 
 def _proposed(description: object, candidates: Sequence[TimedItem]) -> TimedItem | None:
