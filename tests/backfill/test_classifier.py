@@ -111,6 +111,16 @@ def test_the_neighbouring_sentences_are_features():
     assert "ctx:then_agreement" not in features("We ship blue.", following="Yes, but the sand one is nicer, isn't it?")
 
 
+def test_an_acceptance_before_a_sentence_is_a_feature():
+    # another's "I can live with two", or the speaker's own "Okay.": what the chair says next is often settled
+    other = features("Two parallel runs then.", first_in_turn=True, previous="Two feels tight, but okay, I can live with two.")
+    own = features("No tolerance for now.", first_in_turn=False, previous="Okay.")
+    assert "ctx:after_acceptance_other" in other and "ctx:after_acceptance_own" in own
+    assert "ctx:after_acceptance_own" not in features("No tolerance.", first_in_turn=False, previous="Is that okay?")
+    long_own = "Okay, I went through all two hundred of them line by line yesterday."
+    assert not {n for n in features("No tolerance.", first_in_turn=False, previous=long_own) if n.startswith("ctx:after")}
+
+
 def test_the_context_changes_the_probability():
     model = load_model(TINY)
     alone = classify_sentence("The blue one.", model=model)

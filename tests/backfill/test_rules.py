@@ -200,6 +200,22 @@ def test_a_bare_agreed_takes_what_was_proposed_and_a_request_goes_to_who_accepts
     assert request.fields["assignee"] == "Engineer"
 
 
+def test_agreed_with_a_few_words_agrees_with_the_proposal_before_its_tag_question():
+    units = [
+        Unit(0, 70, "So we load tax codes from the HMRC download, not from the old files.", 4, "Joanne"),
+        Unit(71, 79, "Agreed?", 4, "Joanne"),
+        Unit(80, 110, "Agreed, very happy with that.", 5, "Martin"),
+    ]
+    decisions = [i for i in extract_by_rules(units, segment_id=1, meeting_date=None) if i.kind == "decision"]
+    assert [d.description for d in decisions] == ["We load tax codes from the HMRC download, not from the old files."]
+    assert (decisions[0].start_char, decisions[0].end_char) == (0, 110)
+
+
+def test_an_agreement_opening_a_segment_states_nothing():
+    units = [Unit(0, 7, "Agreed.", 5, "Martin"), Unit(8, 40, "Now, the pension file.", 5, "Martin")]
+    assert [i for i in extract_by_rules(units, segment_id=1, meeting_date=None) if i.kind == "decision"] == []
+
+
 @pytest.mark.parametrize(
     ("text", "kinds"),
     [

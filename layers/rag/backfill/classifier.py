@@ -21,7 +21,7 @@ from pathlib import Path
 __all__ = ["DEFAULT_MODEL", "SentenceModel", "classify_sentence", "features", "kinds_of", "load_model"]
 
 DEFAULT_MODEL = Path(__file__).with_name("sentence_model.json")
-FEATURE_SET = "words-cues-context-v2"  # bump when ``features`` changes: a weights file names the features it was trained on
+FEATURE_SET = "words-cues-context-v3"  # bump when ``features`` changes: a weights file names the features it was trained on
 
 # Transcripts write "I 'll", "let 's", curly quotes: one spelling so "i'll" is one token.
 _APOSTROPHE = re.compile(r"\s*[’'](?=[a-z])", re.I)
@@ -69,6 +69,21 @@ _AGREEMENT = re.compile(
     r"^(?:yeah|yes|yep|okay|ok|sure|agreed|great|fine|right|perfect|good|will\s+do|deal|sounds\s+good|fair\s+enough)\b", re.I
 )
 
+# A short acceptance before a sentence ("Two feels tight, but okay, I can live with two." / "I'm happy with that."):
+# what follows, from the chair, is often the settled version.
+_ACCEPTANCE = re.compile(
+    r"\b(?:okay|ok|fine|agreed|good|great|happy\s+with|live\s+with|works\s+for|fair|makes\s+sense|no\s+objection|"
+    r"sounds\s+(?:good|fine|right)|all\s+right)\b",
+    re.I,
+)
+
+
+def _accepts(sentence: str | None, most_words: int) -> bool:
+    if sentence is None:
+        return False
+    plain = _APOSTROPHE.sub("'", sentence).strip()
+    return not plain.endswith("?") and len(plain.split()) <= most_words and _ACCEPTANCE.search(plain) is not None
+
 
 def _length_bucket(words: int) -> str:
     for limit in (2, 4, 8, 15, 25, 40):
@@ -105,6 +120,8 @@ def features(
     found[f"turn:{'first' if first_in_turn else 'inner'}-{'last' if last_in_turn else 'inner'}"] = 1.0
     if previous is not None and first_in_turn and previous.strip().endswith("?"):
         found["ctx:answers_question"] = 1.0
+    if _accepts(previous, 12 if first_in_turn else 6):  # another's acceptance, or the speaker's own "Okay."
+        found[f"ctx:after_acceptance_{'other' if first_in_turn else 'own'}"] = 1.0
     if following is not None and last_in_turn:
         reply = _APOSTROPHE.sub("'", following).strip()
         if _AGREEMENT.search(reply) and len(reply.split()) <= 6:

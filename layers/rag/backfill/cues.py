@@ -90,6 +90,10 @@ SET_AMOUNT = re.compile(
 )
 # "Okay. ..." / "Right, ..." / "... , then.": a statement that closes a discussion.
 CLOSING_MARKER = re.compile(r"^(?:okay|ok|right|fine|fair|good|alright|all\s+right|then)\b[,.!]?\s", re.I)
+# An agreement that adds a few words at most ("Agreed.", "Agreed, very happy with that."): what it agrees with is the
+# sentence before, past a tag question ("..., not from Carrick's files. Agreed?").
+AGREES = re.compile(r"^agreed\b[,.!]?(?:\s+[\w']+){0,4}[.!]?$", re.I)
+TAG_QUESTION = re.compile(r"^\W*[\w']+\W*\?$")
 BARE_MARKER = re.compile(r"^(?:okay|ok|right|fine|fair|good|alright|all\s+right|agreed|done|decided)[.!]?$", re.I)
 CONCLUDES = re.compile(r",\s+then[.!]?$", re.I)
 # A choice named and closed: "So the 20th of April it is.", "So that's settled: three-year term, annual in advance."

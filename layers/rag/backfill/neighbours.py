@@ -9,7 +9,15 @@ from collections.abc import Sequence
 from datetime import date
 from typing import Any
 
-from rag.backfill.cues import ACCEPTS, DEADLINE_FIRST, DELIVERY, MITIGATION, REQUEST_OF_SOMEONE, SELF_COMMITMENT
+from rag.backfill.cues import (
+    ACCEPTS,
+    DEADLINE_FIRST,
+    DELIVERY,
+    MITIGATION,
+    REQUEST_OF_SOMEONE,
+    SELF_COMMITMENT,
+    TAG_QUESTION,
+)
 from rag.backfill.due_dates import due_date
 from rag.backfill.text import clean, clip
 from rag.backfill.units import Unit
@@ -21,6 +29,14 @@ DATE_ONLY_WORDS = 5  # "End of next week?", "Friday the 13th?": a sentence only 
 def follows_in_turn(units: Sequence[Unit], previous: int, position: int) -> bool:
     """Whether sentence ``position`` is the one after ``previous``, in the same turn."""
     return position == previous + 1 and units[position].turn is not None and units[position].turn == units[previous].turn
+
+
+def agreed_proposal(units: Sequence[Unit], position: int) -> int:
+    """The sentence an agreement at ``position`` agrees with: the one before, past a tag question ("Agreed?")."""
+    first = position - 1
+    while first > 0 and TAG_QUESTION.match(units[first].text.strip()):
+        first -= 1
+    return first
 
 
 def accepting_answer(units: Sequence[Unit], position: int, addressee: str | None, people: People) -> list[int]:

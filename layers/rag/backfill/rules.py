@@ -52,6 +52,7 @@ from typing import Any
 from rag.backfill.cues import (
     ACCEPTED,
     ACTION_ITEM,
+    AGREES,
     ASKS_TO_TALK,
     BARE_MARKER,
     CLOSED,
@@ -91,7 +92,7 @@ from rag.backfill.cues import (
 )
 from rag.backfill.due_dates import due_date, names_a_date
 from rag.backfill.models import ItemKind, KnowledgeItem
-from rag.backfill.neighbours import follows_in_turn, mitigation, task_with_answer
+from rag.backfill.neighbours import agreed_proposal, follows_in_turn, mitigation, task_with_answer
 from rag.backfill.text import clean, clip
 from rag.backfill.units import Unit
 from rag.people import People
@@ -282,14 +283,21 @@ def extract_by_rules(
             fields = dict(match.fields)
             description = clean(unit.text)
             first = last = position
-            if match.kind == "decision" and len(description.split()) <= 2 and position > 0:  # a bare "Agreed."
-                first = position - 1
+            agreement = match.kind == "decision" and (len(description.split()) <= 2 or AGREES.match(description) is not None)
+            if agreement:
+                if position == 0:
+                    continue  # "Agreed." opening the segment: what it agrees with is not in it
+                first = agreed_proposal(units, position)  # "Agreed.": what was agreed is said before
                 description = clean(units[first].text)
             if match.kind == "task":
                 last = task_with_answer(units, position, fields, people, meeting_date, answered)
             if match.kind == "risk":
                 fields["mitigation"] = mitigation(units, position)
-            if match.kind == "decision" and decided_at is not None and follows_in_turn(units, decided_at[1], position):
+            if (
+                match.kind == "decision"
+                and decided_at is not None
+                and (follows_in_turn(units, decided_at[1], position) or (agreement and decided_at[1] >= first))
+            ):
                 # "Then let's go to a hundred and fifty. Tickets are $150 this year.": one decision, said twice;
                 # the later sentence, usually the precise one, describes it.
                 first = min(first, decided_at[0])
