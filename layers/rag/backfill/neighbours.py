@@ -32,7 +32,8 @@ def follows_in_turn(units: Sequence[Unit], previous: int, position: int) -> bool
 
 
 def agreed_proposal(units: Sequence[Unit], position: int) -> int:
-    """The sentence an agreement at ``position`` agrees with: the one before, past a tag question ("Agreed?")."""
+    """The sentence an agreement at ``position`` agrees with: the one before, past a tag question ("Agreed?"); -1 when
+    the agreement opens ``units``."""
     first = position - 1
     while first > 0 and TAG_QUESTION.match(units[first].text.strip()):
         first -= 1

@@ -284,22 +284,19 @@ def extract_by_rules(
             description = clean(unit.text)
             first = last = position
             agreement = match.kind == "decision" and (len(description.split()) <= 2 or AGREES.match(description) is not None)
-            if agreement:
-                if position == 0:
-                    continue  # "Agreed." opening the segment: what it agrees with is not in it
-                first = agreed_proposal(units, position)  # "Agreed.": what was agreed is said before
-                description = clean(units[first].text)
+            if agreement and (first := agreed_proposal(units, position)) < 0:
+                continue  # "Agreed." opening the segment: what it agrees with is not in it
+            description = clean(units[first].text)  # "Agreed.": what was agreed is said before
             if match.kind == "task":
                 last = task_with_answer(units, position, fields, people, meeting_date, answered)
             if match.kind == "risk":
                 fields["mitigation"] = mitigation(units, position)
-            if (
-                match.kind == "decision"
-                and decided_at is not None
-                and (follows_in_turn(units, decided_at[1], position) or (agreement and decided_at[1] >= first))
-            ):
-                # "Then let's go to a hundred and fifty. Tickets are $150 this year.": one decision, said twice;
-                # the later sentence, usually the precise one, describes it.
+            said_again = decided_at and (
+                follows_in_turn(units, decided_at[1], position) or (agreement and decided_at[1] >= first)
+            )
+            if match.kind == "decision" and decided_at is not None and said_again:
+                # "Then let's go to a hundred and fifty. Tickets are $150 this year.": one decision, said twice (or
+                # agreed to); the later sentence, usually the precise one (or the proposal agreed to), describes it.
                 first = min(first, decided_at[0])
                 del items[decided_at[2]]
             if match.kind == "decision":
