@@ -65,6 +65,10 @@ def changes_of(text: str, speaker: str | None = "Lena Vogel") -> list[tuple[str,
         ("Omar's revised budget went round on the 6th.", [("done", None)]),
         ("The council's answer came on the 24th, and it's a no.", [("done", None)]),
         ("The night security has been in since the 1st.", [("done", None)]),
+        ("Single sign-on's been live for payroll since the 14th.", [("done", None)]),
+        ("Two kiosks in the canteen, live since the 11th of December.", [("done", None)]),
+        ("And I wrote to Gareth the day after our kick-off.", [("done", None)]),
+        ("Rahul heard back from the insurer on 22 February.", [("done", None)]),
         ("I'll stop work on the mobile prototype.", [("cancelled", None)]),
         ("Honestly, let's drop it.", [("cancelled", None)]),
         ("I've dropped it.", [("cancelled", None)]),
@@ -95,6 +99,8 @@ def test_a_change_statement_and_its_new_value(text, expected):
         "Keep a signed copy in the file.",
         "We decided to move into the new office on March 16 instead.",  # a decision, not work done
         "We talked it through on Thursday.",
+        "I heard they were short of drivers on Monday.",  # news, not work done
+        "It's been a long week.",
     ],
 )
 def test_plans_questions_and_negations_change_nothing(text):

@@ -284,6 +284,13 @@ def test_work_the_speaker_offers_with_a_date_is_the_speaker_s_task():
     assert (task.fields["assignee"], task.fields["due_date"]) == ("Lucy Grant", date(2026, 9, 15))
 
 
+def test_work_the_speaker_will_do_is_the_speaker_s_whatever_the_verb():
+    # the patterns leave "I'll go through ..." to meeting talk ("I'll go through the agenda"); the classifier reads a task
+    units = _turns((0, "Tom Brennan", "I'll go through their accounts and get a credit check done by Friday."))
+    [task] = [i for i in extract_by_rules(units, None, date(2027, 2, 4)) if i.kind == "task"]
+    assert (task.fields["assignee"], task.fields["due_date"]) == ("Tom Brennan", date(2027, 2, 5))
+
+
 def test_one_piece_of_work_said_in_two_sentences_is_one_task():
     tuesday = date(2026, 6, 2)
     units = _turns(

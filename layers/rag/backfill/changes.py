@@ -54,13 +54,13 @@ PLAN = _any(
 )
 # When a past-tense report happened: "on the 19th", "on 28 May", "on Thursday", "Thursday", "yesterday", "last week".
 PAST_TIME = (
-    r"\b(?:on\s+(?:the\s+)?\d|on\s+\w+\s+\d|yesterday|last\s+(?:week|night|month|\w+day)|this\s+morning|the\s+next\s+day|"
+    r"\b(?:on\s+(?:the\s+)?\d|on\s+\w+\s+\d|yesterday|last\s+(?:week|night|month|\w+day)|this\s+morning|the\s+(?:next\s+)?day\s+after|the\s+next\s+day|"
     r"(?:on\s+)?(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b|in\s+(?:january|february|march|april|may|"
     r"june|july|august|september|october|november|december)|already)"
 )
 # Past tenses that report talk, thought or a change of plan, not work done.
 NOT_COMPLETIONS = (
-    r"(?:decided|agreed|discussed|talked|mentioned|said|asked|wondered|noticed|considered|heard|learned|worried|wanted|"
+    r"(?:decided|agreed|discussed|talked|mentioned|said|asked|wondered|noticed|considered|heard(?!\s+back)|learned|worried|wanted|"
     r"needed|tried|planned|expected|hoped|looked|thought|started\s+to|changed|moved|pushed|slipped|delayed|postponed|"
     r"rescheduled|used|liked|seemed|happened|called|raised|flagged|suggested|proposed|promised|offered|assumed|"
     r"explained|checked\s+whether|warned|complained|missed|failed|forgot|lost)"
@@ -78,7 +78,7 @@ DONE = _any(
     r"booked|signed|filed|posted|uploaded|delivered|merged|deployed|released|wrapped\s+up|got\s+(?:it|them|the)\b)",
     r"\b(?:went|go(?:es)?)\s+out\b",
     r"\bcame\s+(?:back|in|through)\b",
-    r"\b(?:is|are|was|were|has\s+been|have\s+been)\s+(?:now\s+)?(?:sent|shipped|submitted|published|booked|signed|filed|"
+    r"\b(?:is|are|was|were|has\s+been|have\s+been|'s\s+been)\s+(?:now\s+)?(?:sent|shipped|submitted|published|booked|signed|filed|"
     r"posted|uploaded|delivered|merged|deployed|released|approved|reviewed|received|confirmed|up|live|out|ready|"
     r"in\s+place|installed|rebuilt|fixed)\b",
     r"^(?:done|finished|sent|submitted|booked|signed|published)\b",
@@ -86,12 +86,12 @@ DONE = _any(
     # A report in the past tense, with when it happened: "I profiled the harbour on the 8th", "Kevin reached
     # Marco on July 30", "the fix went in on the 19th", "it arrived Thursday", "opened on August 27th".
     rf"(?:^|\b(?:I|we|he|she|they|it|[A-Z][a-z]+)\s+)(?!{NOT_COMPLETIONS}\b)(?:\w+ed|built|ran|reran|sent|made|wrote|did|put|took|went\s+(?:in|to|out)|"
-    rf"came|began|bought|found|gave|met|spoke|brought|held|paid|sold|won|got)\b.{{0,80}}?{PAST_TIME}",
+    rf"came|began|bought|found|gave|met|spoke|brought|held|paid|sold|won|got|heard\s+back)\b.{{0,80}}?{PAST_TIME}",
     # The present perfect reports a completion: "Aisha has built the templates", "I've got forty-three volunteers".
     rf"\b(?:has|have|'ve)\s+(?:now\s+|already\s+|just\s+|finally\s+)?(?!{NOT_COMPLETIONS}\b)(?:\w+ed|built|done|sent|made|written|got|gotten|put|set\s+up|"
     r"taken|run|paid|sold|found|given|bought|won)\b",
     r"\b(?:is|are)\s+(?:all\s+|now\s+)?in[.!]?$",  # "the personal asks are in"
-    r"\b(?:has|have)\s+been\s+in\s+since\b",  # "the fire watch has been in since the 1st"
+    r"\b(?:has|have)\s+been\s+in\s+since\b|\blive\s+since\b",  # "the fire watch has been in since the 1st"
 )
 CANCELLED = _any(
     r"\bcancel(?:led|ed|ling|s)?\b", r"\bcall(?:ed|ing)?\s+off\b", r"\bscrap(?:ped|ping)?\b",

@@ -61,6 +61,7 @@ from rag.backfill.cues import (
     CONDITIONAL_RISK,
     COUNTERFACTUAL,
     DECISION,
+    FIRST_PERSON_FUTURE,
     HARM,
     HEDGED,
     LATE,
@@ -212,7 +213,7 @@ def classify_with_model(
         elif kind == "task":
             assignee = _task(core, speaker, people)[0] if len(core.split()) >= 3 else None
             # "I can have them recruited by the 15th", "Let me ask our data team": the speaker's own
-            assignee = assignee or (speaker if OFFER.search(core) else None)
+            assignee = assignee or (speaker if OFFER.search(core) or FIRST_PERSON_FUTURE.search(core) else None)
             found.append(Match("task", {"assignee": assignee, "due_date": due_date(core, meeting_date), "status": "open"}))
     return found
 
