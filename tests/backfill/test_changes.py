@@ -107,6 +107,16 @@ def test_plans_questions_and_negations_change_nothing(text):
     assert changes_of(text) == []
 
 
+def test_a_move_reported_after_its_new_date_keeps_that_date_s_year():
+    january_12 = date(2027, 1, 12)
+    said = "Because of the shutdown, the comparison moved to the 6th of January rather than before Christmas."
+    [move] = detect_changes([Unit(0, len(said), said, 4, "Aisha Rahman")], None, january_12, PEOPLE)
+    assert (move.change, move.new_value) == ("rescheduled", "2027-01-06")
+    ahead = "We move the review to the 6th of January."  # said in December: the coming January
+    [move] = detect_changes([Unit(0, len(ahead), ahead, 4, "Aisha Rahman")], None, date(2026, 12, 12), PEOPLE)
+    assert move.new_value == "2027-01-06"
+
+
 def test_a_new_date_promised_for_one_s_own_work_is_a_promised_reschedule():
     units = [Unit(0, 40, "I'll have the floor plan to you by the 13th.", 0, "Lena Vogel")]
     [promise] = detect_changes(units, None, MONDAY, PEOPLE)

@@ -26,6 +26,7 @@ import re
 from collections.abc import Sequence
 from datetime import date
 
+from rag.backfill.calendar_days import safe_date
 from rag.backfill.cues import CLOSED
 from rag.backfill.due_dates import due_date
 from rag.backfill.models import KnowledgeChange
@@ -174,6 +175,15 @@ def detect_changes(
     return found
 
 
+def _reported(new_date: date, meeting_date: date | None) -> date:
+    """A date a move names, read as the past one when it was weeks ago: "the comparison moved to the 6th of January"
+    said on 12 January is that 6 January, not next year's."""
+    if meeting_date is None or (new_date - meeting_date).days < 300:
+        return new_date
+    last_year = safe_date(new_date.year - 1, new_date.month, new_date.day)
+    return last_year if last_year and 0 <= (meeting_date - last_year).days <= 60 else new_date
+
+
 def _before(pattern: re.Pattern[str], text: str, cue: re.Match[str]) -> bool:
     """Whether ``pattern`` occurs before the end of ``cue``: "if the quote comes back" is a plan, "the offer
     came in on the 8th: they pay if the pool stays open" a report."""
@@ -221,7 +231,7 @@ def _changes_of(core: str, meeting_date: date | None, people: People, speaker: s
         changes.append(("done", None))
     moved = RESCHEDULED.search(core) or reassigned  # "take over the one-pager, due March 11": a new date too
     if moved and (new_date := due_date(core, meeting_date)):
-        changes.append(("rescheduled", new_date.isoformat()))
+        changes.append(("rescheduled", _reported(new_date, meeting_date).isoformat()))
     elif PROMISE.search(core) and (new_date := due_date(core, meeting_date)):
         changes.append(("promised", new_date.isoformat()))
     return changes
