@@ -221,10 +221,11 @@ MEETING_VERBS = (
     r"|read\s+(?:out|it|that|this)|try\s+and\s+(?:be|answer|explain|keep)|generally|just\s+(?:say|add|mention|note)"
     r"|need(?!\s+to\b)|lose|not"  # "I'll need a design pack from them" is a need, "I'll lose people" a consequence
 )
-SELF_COMMITMENT = re.compile(rf"\bI(?:'ll|\s+will|'m\s+going\s+to|\s+am\s+going\s+to)\s+(?!(?:{MEETING_VERBS})\b)\w+", re.I)
+_I_WILL = r"\bI(?:'ll|\s+will|'m\s+going\s+to|\s+am\s+going\s+to)\s+"
+SELF_COMMITMENT = re.compile(rf"{_I_WILL}(?!(?:{MEETING_VERBS})\b)\w+", re.I)
 # The speaker's own future, whatever the verb ("I'll go through their accounts ..."): the owner of what the classifier
 # reads as a task, though the patterns leave "I'll go through / start ..." to meeting talk.
-FIRST_PERSON_FUTURE = re.compile(r"\bI(?:'ll|\s+will|'m\s+going\s+to|\s+am\s+going\s+to)\s+\w+", re.I)
+FIRST_PERSON_FUTURE = re.compile(rf"{_I_WILL}\w+", re.I)
 # Work the speaker offers to do: "I can have it by December 11", "let me ask our data team".
 OFFER = re.compile(
     r"^(?:(?:and|so|okay|ok|sure|yes|yeah|right),?\s+)*(?:I\s+(?:can|could)|let\s+me)\s+(?!(?:see|think|say|check\s+my|be)\b)\w+",

@@ -292,7 +292,7 @@ def extract_by_rules(
                 last = task_with_answer(units, position, fields, people, meeting_date, answered)
             if match.kind == "risk":
                 fields["mitigation"] = mitigation(units, position)
-            said_again = decided_at and (
+            said_again = decided_at is not None and (
                 follows_in_turn(units, decided_at[1], position) or (agreement and decided_at[1] >= first)
             )
             if match.kind == "decision" and decided_at is not None and said_again:
