@@ -250,3 +250,19 @@ def test_a_models_answer_that_a_decision_replaces_nothing_is_not_overruled_by_sh
         decision(3, at(9, 40), "furnitur budget 40k euro kitchen also"),  # no model asked: the words decide
     ]
     assert link(items, []).superseded_by == {1: 3, 2: None, 3: None}
+
+
+def test_a_task_that_says_nothing_of_what_it_is_is_about_what_was_said_just_before_it():
+    # "Halvorsen's questionnaire?" / Tom: "I'll take it."
+    said_before = words("halvorsen questionnair")
+    items = [
+        replace(task(1, at(2), "ll take", "Tom Lee"), context_words=said_before),
+        replace(task(2, at(2, 40), "book pen test", "Tom Lee"), context_words=words("secur questionnair")),
+    ]
+    # Tom: "The questionnaire went to Erik on the 11th."
+    changes = [change(10, at(9), "done", "questionnair went erik 11th", speakers=("Tom Lee",))]
+    timeline = link(items, changes)
+    assert timeline.change_targets == {10: ("task", 1)}  # a task with words of its own is about those
+    assert (timeline.tasks[1].status, timeline.tasks[2].status) == ("done", "open")
+    without_context = [task(1, at(2), "ll take", "Tom Lee")]
+    assert link(without_context, changes).change_targets == {10: None}

@@ -23,6 +23,8 @@ task about the BOM however differently the two are worded around it.
   said just before it (the question it answers); a report by the task's own owner counts extra.
   A new date its owner promises in a later meeting ("I'll have it to Northfield by the 25th") moves a task that was
   due within two weeks of that meeting to the later date; a promise about anything else moves nothing.
+  A task whose words say nothing of what it is ("I'll take it.", "Can you draft that in two weeks?") is about what was
+  said just before it in the transcript.
   A task extracted from the very words of a handover or a new date ("James, could you take
   over the grant application?") is that earlier task's follow-up, not a task of its own: it
   shows the earlier task's state and no later change is linked to it.
@@ -140,6 +142,8 @@ def _with_subject(thing: Any, names: frozenset[str]) -> Any:
         return replace(thing, words=subject(thing.words, names) | value_kinds(thing.words))
     # A task's numbers are mostly its due date's ("by February 13"): not what it is about.
     words = frozenset(w for w in subject(thing.words, names) if not is_number(w))
+    if isinstance(thing, TimedItem):  # "I'll take it": what was said just before says what it is
+        return replace(thing, words=words or frozenset(w for w in subject(thing.context_words, names) if not is_number(w)))
     if isinstance(thing, TimedChange):
         context = frozenset(w for w in subject(thing.context_words, names) if not is_number(w))
         return replace(thing, words=words, context_words=context, named=thing.words & names)

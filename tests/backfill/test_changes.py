@@ -75,6 +75,17 @@ def changes_of(text: str, speaker: str | None = "Lena Vogel") -> list[tuple[str,
         ("So I've stopped the application, there's no point.", [("cancelled", None)]),
         ("I never placed the second order.", [("cancelled", None)]),
         ("I've thanked them, but we'll leave it.", [("cancelled", None)]),
+        # when, said as a spelled ordinal, a part of a day or "first thing"; irregular past tenses
+        ("Order went in on the fourteenth.", [("done", None)]),
+        ("The new letter went to the printers on the twenty-second.", [("done", None)]),
+        ("The day rates reached Helen on the evening of 25 June.", [("done", None)]),
+        ("Priya had the written price the same evening.", [("done", None)]),
+        ("Owen laid the trial panel on the old taxiway on 11 March.", [("done", None)]),
+        ("Both monitors went up in Larkfield on the 1st.", [("done", None)]),
+        ("The fix was in the QA build first thing on the 4th.", [("done", None)]),
+        ("The graphs have been in the shared drive since the 9th.", [("done", None)]),
+        ("So the item list can be dropped.", [("cancelled", None)]),
+        ("The second panel, don't bother with it.", [("cancelled", None)]),
     ],
 )
 def test_a_change_statement_and_its_new_value(text, expected):
@@ -101,6 +112,8 @@ def test_a_change_statement_and_its_new_value(text, expected):
         "We talked it through on Thursday.",
         "I heard they were short of drivers on Monday.",  # news, not work done
         "It's been a long week.",
+        "Their officer had a call with Fiona on 1 October.",  # talk, not work done
+        "We had no answer on the 3rd.",
     ],
 )
 def test_plans_questions_and_negations_change_nothing(text):

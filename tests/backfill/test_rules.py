@@ -428,3 +428,40 @@ def test_a_request_may_name_its_deadline_right_after_asking():
     )
     [task] = [i for i in extract_by_rules(units, None, date(2026, 11, 4)) if i.kind == "task"]
     assert (task.fields["assignee"], task.fields["due_date"], task.end_turn) == ("Aiko", date(2026, 11, 13), 1)
+
+
+def test_who_is_asked_who_accepts_and_who_answers_when_own_the_task():
+    tuesday = date(2026, 7, 28)
+    people = People.of(["Rosa Delgado", "Dan Fischer", "Elena Vasquez", "Callum Reid", "Helen Marsh", "Aisling Byrne"])
+    units = _turns(
+        # the deadline said after the request is part of it, though the answer names the date too
+        (0, "Rosa Delgado", "Dan, can you put together a proper gala budget now that we have a venue number?"),
+        (0, "Rosa Delgado", "By the 14th of August, please."),
+        (1, "Dan Fischer", "Yes, I can do that by the 14th."),
+        # "I can." takes the request on
+        (2, "Elena Vasquez", "We need a plan for telling customers, the emails and all that."),
+        (2, "Elena Vasquez", "Can you draft that in two weeks?"),
+        (3, "Callum Reid", "I can."),
+        (3, "Callum Reid", "Do we want to tell them before or after Christmas?"),
+        # a deadline opening a turn answers for the speaker's own work
+        (4, "Helen Marsh", "Aisling, the community engagement work package."),
+        (4, "Helen Marsh", "When can we see it?"),
+        (5, "Aisling Byrne", "By the 6th of November."),
+    )
+    tasks = [i for i in extract_by_rules(units, None, tuesday, people) if i.kind == "task"]
+    assert [(t.fields["assignee"], t.fields["due_date"], t.start_turn, t.end_turn) for t in tasks] == [
+        ("Dan Fischer", date(2026, 8, 14), 0, 1),
+        ("Callum Reid", date(2026, 8, 11), 2, 3),
+        ("Aisling Byrne", date(2026, 11, 6), 5, 5),
+    ]
+
+
+def test_a_request_the_classifier_reads_as_a_task_is_the_named_person_s():
+    # the patterns leave "could you talk to ..." to meeting talk ("could you talk us through it?")
+    units = _turns(
+        (0, "Helen Marsh", "Gareth, could you talk to Aeris and BlueHorizon about moving those two flights?"),
+        (0, "Helen Marsh", "Wednesday next week, ideally."),
+    )
+    people = People.of(["Helen Marsh", "Gareth Pryce"])
+    [task] = [i for i in extract_by_rules(units, None, date(2027, 2, 9), people) if i.kind == "task"]
+    assert (task.fields["assignee"], task.fields["due_date"]) == ("Gareth Pryce", date(2027, 2, 17))

@@ -200,3 +200,22 @@ def test_two_extractions_of_one_project_at_once_link_as_one_would(db, local_embe
     rows = decisions(db)
     assert [about(rows, [day])[3] for day in ("march 2", "march 16")] == ["superseded", "current"]
     assert (task_about(db, "quotes")["status"], task_about(db, "draft the seating plan")["assignee"]) == ("done", "Mark Feld")
+
+
+def test_a_task_that_says_nothing_of_itself_is_about_what_was_said_before_it(db, local_embedder, settings, tmp_path):
+    said = {
+        "2026-03-02-facilities.txt": "Ines Duarte: Morning. The parking permits for the new building, who wants them?\n"
+        "Mark Feld: I'll take it.\nInes Duarte: Thanks, that's all for today.\n",
+        "2026-03-16-facilities-update.txt": "Ines Duarte: Quick round of updates.\n"
+        "Mark Feld: The parking permits came through on Friday.\nInes Duarte: Great.\n",
+    }
+    for name, text in said.items():
+        (tmp_path / name).write_text(text)
+        ingest(db, tmp_path / name, local_embedder, project="facilities")
+    backfill(db, settings, local_embedder)
+
+    [(context,)] = db.execute("SELECT context FROM tasks WHERE project_id = 'facilities'").fetchall()
+    assert context == "Morning. The parking permits for the new building, who wants them?"  # the words, not the speakers
+    task = task_about(db, "take it", project="facilities")
+    assert (task["status"], task["assignee"]) == ("done", "Mark Feld")
+    assert [c["evidence"] for c in task["changes"]] == ["The parking permits came through on Friday."]

@@ -54,8 +54,13 @@ PLAN = _any(
     r"\bif\b",
 )
 # When a past-tense report happened: "on the 19th", "on 28 May", "on Thursday", "Thursday", "yesterday", "last week".
+_SPELLED_DAY = (
+    r"(?:(?:twenty|thirty)-?\s*)?(?:first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|eleventh|twelfth|"
+    r"thirteenth|fourteenth|fifteenth|sixteenth|seventeenth|eighteenth|nineteenth)|twentieth|thirtieth"
+)
 PAST_TIME = (
-    r"\b(?:on\s+(?:the\s+)?\d|on\s+\w+\s+\d|yesterday|last\s+(?:week|night|month|\w+day)|this\s+morning|the\s+(?:next\s+)?day\s+after|the\s+next\s+day|"
+    rf"\b(?:on\s+the\s+(?:{_SPELLED_DAY})\b|(?:on\s+)?the\s+(?:morning|afternoon|evening)\s+of\b|the\s+same\s+(?:day|morning|afternoon|evening)\b|"
+    r"first\s+thing\b|on\s+(?:the\s+)?\d|on\s+\w+\s+\d|yesterday|last\s+(?:week|night|month|\w+day)|this\s+morning|the\s+(?:next\s+)?day\s+after|the\s+next\s+day|"
     r"(?:on\s+)?(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b|in\s+(?:january|february|march|april|may|"
     r"june|july|august|september|october|november|december)|already)"
 )
@@ -87,12 +92,12 @@ DONE = _any(
     # A report in the past tense, with when it happened: "I profiled the harbour on the 8th", "Kevin reached
     # Marco on July 30", "the fix went in on the 19th", "it arrived Thursday", "opened on August 27th".
     rf"(?:^|\b(?:I|we|he|she|they|it|[A-Z][a-z]+)\s+)(?!{NOT_COMPLETIONS}\b)(?:\w+ed|built|ran|reran|sent|made|wrote|did|put|took|went\s+(?:in|to|out)|"
-    rf"came|began|bought|found|gave|met|spoke|brought|held|paid|sold|won|got|heard\s+back)\b.{{0,80}}?{PAST_TIME}",
+    rf"came|began|bought|found|gave|met|spoke|brought|held|paid|sold|won|got|had(?!\s+(?:a|an|no|to)\b)|laid|rang|told|left|set\s+up|went\s+up|heard\s+back|(?:was|were)\s+in)\b.{{0,80}}?{PAST_TIME}",
     # The present perfect reports a completion: "Aisha has built the templates", "I've got forty-three volunteers".
     rf"\b(?:has|have|'ve)\s+(?:now\s+|already\s+|just\s+|finally\s+)?(?!{NOT_COMPLETIONS}\b)(?:\w+ed|built|done|sent|made|written|got|gotten|put|set\s+up|"
     r"taken|run|paid|sold|found|given|bought|won)\b",
     r"\b(?:is|are)\s+(?:all\s+|now\s+)?in[.!]?$",  # "the personal asks are in"
-    r"\b(?:has|have)\s+been\s+in\s+since\b|\blive\s+since\b",  # "the fire watch has been in since the 1st"
+    r"\b(?:has|have|'s|'ve)\s+been\s+(?:in|up|on)\b.{0,60}\bsince\b|\blive\s+since\b",  # "in the shared drive since the 9th"  # "the fire watch has been in since the 1st"
 )
 CANCELLED = _any(
     r"\bcancel(?:led|ed|ling|s)?\b", r"\bcall(?:ed|ing)?\s+off\b", r"\bscrap(?:ped|ping)?\b",
@@ -100,7 +105,7 @@ CANCELLED = _any(
     r"\bnot\s+happening\b", r"\bstop(?:ping)?\s+work\s+on\b",
     r"\b(?:let's|we|I'm|I|I've|we've)\s+(?:just\s+)?drop(?:ped|ping)?\s+(?:it|that|this|the\s+\w+)\b",
     r"\b(?:I've|we've|I|we)\s+stopped\s+(?:it|that|this|the\s+\w+|work)\b", r"\bI\s+never\s+(?:placed|sent|made|booked)\b",
-    r"\bwe'll\s+leave\s+it\b",
+    r"\bwe'll\s+leave\s+it\b", r"\b(?:can|could)\s+be\s+dropped\b", r"\bdon't\s+bother\s+with\b",
 )  # fmt: skip
 # "That's off my list" after "I sent it Monday" is done; said alone, the task was dropped.
 DROPPED = re.compile(r"\boff\s+(?:my|the|our|his|her|their)\s+(?:list|plate)\b", re.I)

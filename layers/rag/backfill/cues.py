@@ -267,7 +267,11 @@ VOCATIVE_ORDER = re.compile(
 )
 # A request addressed to someone in the room (not a commitment, not "we need to").
 REQUEST_OF_SOMEONE = re.compile(r"^(?:\w+(?:\s+\w+)?,\s+)?(?:please|can\s+you|could\s+you|would\s+you)\b|\bplease\s+\w+", re.I)
-ACCEPTS = re.compile(r"^(?:sure|will\s+do|okay|ok|yes|yep|I'll|I\s+will|on\s+it)\b", re.I)
+ACCEPTS = re.compile(
+    r"^(?:sure|will\s+do|okay|ok|yes|yep|I'll|I\s+will|on\s+it|can\s+do|no\s+problem|happy\s+to|of\s+course|absolutely|"
+    r"leave\s+it\s+with\s+me|I\s+can(?:\s+do\s+(?:that|it))?\s*[.!,])",
+    re.I,
+)
 RATIONALE = re.compile(r"\b(?:because|since)\b\s+(?P<why>.+)$", re.I)
 # "In two weeks, so it's in before the build.", "Wednesday next week at the latest.": a deadline said first.
 DEADLINE_FIRST = re.compile(

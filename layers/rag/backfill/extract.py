@@ -39,6 +39,9 @@ if TYPE_CHECKING:
     from rag.store.backfill_queue import StageName
 
 
+TASK_CONTEXT_CHARS = 200  # before a transcript's task: what "it" is in "I'll take it" (rag.timeline)
+
+
 class ExtractStage(ModelStage):
     name: StageName = "extract"
 
@@ -74,7 +77,7 @@ class ExtractStage(ModelStage):
         # quotes" under Action items reports a task done, it is no new task.
         reports = {"risk": [c for c in changes if c.change == "closed"],
                    "task": [c for c in changes if c.change in ("done", "cancelled")]}  # fmt: skip
-        items = [owned(item, people) for item in items if not _at_any(item, reports.get(item.kind, []))]
+        items = [in_context(owned(item, people), document) for item in items if not _at_any(item, reports.get(item.kind, []))]
         vectors = self.embedder.embed([item.description for item in items]) if items else []
         repository.replace_items(conn, document, items, vectors, self.model_id)
         repository.replace_changes(conn, document, changes)
@@ -94,6 +97,20 @@ def owned(item: KnowledgeItem, people: People) -> KnowledgeItem:
     if item.kind != "task" or not item.fields.get("assignee"):
         return item
     return replace(item, fields={**item.fields, "assignee": people.canonical(item.fields["assignee"])})
+
+
+def in_context(item: KnowledgeItem, document: ClaimedDocument) -> KnowledgeItem:
+    """A transcript's task with what was said just before it: the last ``TASK_CONTEXT_CHARS`` of the utterances up to
+    it, without speakers' names and roles; other items as they are."""
+    if item.kind != "task" or item.start_turn is None:
+        return item
+    said = [
+        document.body[turn.text_start : min(turn.end_char, item.start_char)]
+        for turn in document.turns
+        if turn.end_char > item.start_char - TASK_CONTEXT_CHARS and turn.text_start < item.start_char
+    ]
+    before = " ".join(" ".join(said).split())[-TASK_CONTEXT_CHARS:]
+    return replace(item, context=before or None)
 
 
 # --- LLM --------------------------------------------------------------------------------

@@ -92,11 +92,13 @@ def task_with_answer(
         fields["due_date"] = next((d for p in answer if (d := due_date(clean(units[p].text), meeting_date))), fields["due_date"])
     # "I'll profile the memory. I'll have numbers by Friday.", "Aiko, would you ...? End of next week?": the deadline
     # follows the request or its answer, in the same task.
+    # "Dan, can you ...? By the 14th of August, please." / "Yes, I can do that by the 14th.": the deadline said after
+    # the request is part of it, whichever date the task keeps.
     for after in dict.fromkeys((position, last)):
-        if fields["due_date"] is None and (deadline := deadline_after(units, after, meeting_date)):
-            fields["due_date"], said_at = deadline
-            answered.add(said_at)
-            last = max(last, said_at)
+        if deadline := deadline_after(units, after, meeting_date):
+            fields["due_date"] = fields["due_date"] or deadline[0]
+            answered.add(deadline[1])
+            last = max(last, deadline[1])
     fields["assignee"] = assignee
     return last
 

@@ -159,11 +159,12 @@ def _own_value(item: KnowledgeItem, column: str) -> Any:
 
 
 def _linked_columns(kind: str) -> tuple[str, ...]:
-    return ("stated",) if kind in STATED_FIELDS else ()
+    return ("stated", "context") if kind == "task" else ("stated",) if kind in STATED_FIELDS else ()
 
 
 def _linked_values(item: KnowledgeItem) -> tuple[Any, ...]:
-    """The item's ``stated`` values (JSON), and its status where the extractor left it out (NOT NULL)."""
+    """The item's ``stated`` values (JSON), and its status where the extractor left it out (NOT NULL); a task's
+    context."""
     if item.kind not in STATED_FIELDS:
         return ()
     from psycopg.types.json import Jsonb
@@ -171,7 +172,8 @@ def _linked_values(item: KnowledgeItem) -> tuple[Any, ...]:
     stated = {name: _own_value(item, name) for name in STATED_FIELDS[item.kind]}
     # A model's "supersedes": null is an answer (it replaces nothing it was shown), kept apart from no answer.
     kept = {k: v for k, v in stated.items() if v is not None or (k == "supersedes" and k in item.fields)}
-    return (Jsonb({k: v.isoformat() if isinstance(v, date) else v for k, v in kept.items()}),)
+    jsonb = Jsonb({k: v.isoformat() if isinstance(v, date) else v for k, v in kept.items()})
+    return (jsonb, item.context) if item.kind == "task" else (jsonb,)
 
 
 def replace_changes(conn: psycopg.Connection, document: ClaimedDocument, changes: Sequence[KnowledgeChange]) -> int:

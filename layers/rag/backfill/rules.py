@@ -60,6 +60,7 @@ from rag.backfill.cues import (
     CONCLUDES,
     CONDITIONAL_RISK,
     COUNTERFACTUAL,
+    DEADLINE_FIRST,
     DECISION,
     FIRST_PERSON_FUTURE,
     HARM,
@@ -93,7 +94,7 @@ from rag.backfill.cues import (
 )
 from rag.backfill.due_dates import due_date, names_a_date
 from rag.backfill.models import ItemKind, KnowledgeItem
-from rag.backfill.neighbours import agreed_proposal, follows_in_turn, mitigation, task_with_answer
+from rag.backfill.neighbours import DATE_ONLY_WORDS, agreed_proposal, follows_in_turn, mitigation, task_with_answer
 from rag.backfill.text import clean, clip
 from rag.backfill.units import Unit
 from rag.people import People
@@ -212,8 +213,14 @@ def classify_with_model(
             found.append(Match("opportunity", {"type": keyword_class(core, OPPORTUNITY_TYPES, "general")}))
         elif kind == "task":
             assignee = _task(core, speaker, people)[0] if len(core.split()) >= 3 else None
-            # "I can have them recruited by the 15th", "Let me ask our data team": the speaker's own
-            assignee = assignee or (speaker if OFFER.search(core) or FIRST_PERSON_FUTURE.search(core) else None)
+            # "I can have them recruited by the 15th", "Let me ask our data team": the speaker's own; "Gareth, could you
+            # talk to the airlines?" (which the patterns leave to meeting talk) is Gareth's
+            vocative = VOCATIVE_REQUEST.search(core)
+            assignee = assignee or (vocative["name"] if vocative else None)
+            # "When can we see it?" / "By the 6th of November.": a deadline opening a turn answers for the speaker's work
+            answers_when = first_in_turn and DEADLINE_FIRST.match(core) is not None and len(core.split()) <= DATE_ONLY_WORDS
+            offers = OFFER.search(core) or FIRST_PERSON_FUTURE.search(core) or answers_when
+            assignee = assignee or (speaker if offers else None)
             found.append(Match("task", {"assignee": assignee, "due_date": due_date(core, meeting_date), "status": "open"}))
     return found
 

@@ -52,17 +52,28 @@ def relink(conn: psycopg.Connection, tenant_id: str, project_id: str) -> Timelin
 
 def _items(conn: psycopg.Connection, kind: str, scope: dict[str, Any]) -> list[TimedItem]:
     table = LINKED_TABLES[kind]
+    context = "tsvector_to_array(to_tsvector('english', coalesce(k.context, '')))" if kind == "task" else "NULL"
     rows = conn.execute(
         f"""SELECT k.id, {_MOMENT_SQL}, tsvector_to_array(k.search_tsv) || {_COMPOUNDS_SQL.format(text="k.description")},
-                   k.description, k.stated, k.end_char, k.method = 'sections'
+                   k.description, k.stated, k.end_char, k.method = 'sections', {context}
             FROM {table} k JOIN documents d ON d.id = k.document_id AND d.tenant_id = k.tenant_id
             WHERE k.tenant_id = %(tenant)s AND k.project_id = %(project)s
             ORDER BY 2 DESC, 3 DESC, k.id DESC LIMIT %(limit)s""",  # noqa: S608 - table names are constants
         scope,
     ).fetchall()
     return [
-        TimedItem(kind, id_, Moment(day, uploaded, document, position), frozenset(words), description, stated or {}, end, listed)
-        for id_, day, uploaded, document, position, words, description, stated, end, listed in rows
+        TimedItem(
+            kind,
+            id_,
+            Moment(day, uploaded, document, position),
+            frozenset(words),
+            description,
+            stated or {},
+            end,
+            listed,
+            frozenset(context or ()),
+        )  # fmt: skip
+        for id_, day, uploaded, document, position, words, description, stated, end, listed, context in rows
     ]
 
 
