@@ -266,3 +266,17 @@ def test_a_task_that_says_nothing_of_what_it_is_is_about_what_was_said_just_befo
     assert (timeline.tasks[1].status, timeline.tasks[2].status) == ("done", "open")
     without_context = [task(1, at(2), "ll take", "Tom Lee")]
     assert link(without_context, changes).change_targets == {10: None}
+
+
+def test_a_change_that_names_only_the_new_choice_is_linked_by_what_was_said_around_either_decision():
+    # "Pedalink is cheaper, but Urbanvolt can deliver by May." / "We go with Urbanvolt as the e-bike supplier."
+    chosen = replace(decision(1, at(2), "go urbanvolt e-bik supplier"), context_words=words("pedalink cheaper deliv"))
+    other = decision(2, at(2, 50), "battery swap depot")
+    # "Urbanvolt now say sixteen weeks, we can't make June with them." / "We switch to Pedalink."
+    switch = replace(decision(3, at(9), "switch pedalink"), context_words=words("urbanvolt sixteen week make"))
+    assert link([chosen, other, switch], []).superseded_by == {1: 3, 2: None, 3: None}
+    # Said around it, but no change stated, or within the meeting that chose: no link.
+    plain = replace(decision(3, at(9), "pedalink spare"), context_words=words("urbanvolt sixteen week make"))
+    assert link([chosen, other, plain], []).superseded_by[1] is None
+    same_meeting = replace(switch, at=at(2, 90))
+    assert link([chosen, other, same_meeting], []).superseded_by[1] is None

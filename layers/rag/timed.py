@@ -31,7 +31,7 @@ class TimedItem:
     stated: dict[str, Any] = field(default_factory=dict)  # the extractor's values: status, assignee, due_date, supersedes
     end: int = 0  # end_char: with ``at.position``, the characters the item was taken from
     listed: bool = False  # taken from a notes section of its kind ("## Decisions"): the meeting's record of it
-    context_words: frozenset[str] = frozenset()  # a transcript's task: what was said just before it ("I'll take it")
+    context_words: frozenset[str] = frozenset()  # a transcript's task or decision: what was said just before it
 
     def spans(self, moment: Moment) -> bool:
         return self.at.same_meeting(moment) and self.at.position <= moment.position < max(self.end, self.at.position + 1)

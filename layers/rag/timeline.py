@@ -10,7 +10,9 @@ task about the BOM however differently the two are worded around it.
 
 - A decision supersedes the earlier *current* decision closest to it in subject (enough
   shared weight; within one meeting only when it says it changes something: "actually",
-  "instead", ...). A later decision that only restates an earlier one (no word of its own
+  "instead", ...). A decision of a later meeting that says it changes something ("we switch to Pedalink") also
+  shares, at half weight, the words said just before either of the two in a transcript ("we can't make June with
+  Urbanvolt"): a change often names only the new choice. A later decision that only restates an earlier one (no word of its own
   besides confirming ones, and no change cue) is a restatement: it supersedes nothing, and
   whatever later replaces it replaces the original too. A decision that meeting notes list under a heading
   ("## Decisions") is the meeting's record: it is linked before the notes' prose, and a decision of the prose on
@@ -139,7 +141,8 @@ def link(items: Sequence[TimedItem], changes: Sequence[TimedChange], names: Iter
 def _with_subject(thing: Any, names: frozenset[str]) -> Any:
     """An item or change with only its subject words (decisions also with the kind of value they set)."""
     if isinstance(thing, TimedItem) and thing.kind == "decision":  # "launch May 5", "launch May 19": a date
-        return replace(thing, words=subject(thing.words, names) | value_kinds(thing.words))
+        context = _topic(subject(thing.context_words, names))
+        return replace(thing, words=subject(thing.words, names) | value_kinds(thing.words), context_words=context)
     # A task's numbers are mostly its due date's ("by February 13"): not what it is about.
     words = frozenset(w for w in subject(thing.words, names) if not is_number(w))
     if isinstance(thing, TimedItem):  # "I'll take it": what was said just before says what it is
@@ -159,8 +162,10 @@ def _decision_order(decision: TimedItem) -> tuple[Any, ...]:
 
 def _link_decisions(decisions: Sequence[TimedItem], timeline: Timeline, weights: Weights) -> None:
     restates: dict[int, int] = {}  # a restatement -> the decision it restates (the first statement)
-    # A decision is linked by a shared subject word (not a #date alone): only those are compared.
+    # A decision is linked by a shared subject word (not a #date alone), said or, for a change, said around either
+    # decision: only those are compared.
     by_word = positions_by_word(frozenset(w for w in _topic(d.words) if not w.startswith("#")) for d in decisions)
+    by_context_word = positions_by_word(d.context_words for d in decisions)
 
     def current(earlier: Sequence[TimedItem]) -> list[TimedItem]:  # ``earlier``: decisions before, in decision order
         return [d for d in earlier if timeline.superseded_by[d.id] is None]
@@ -172,7 +177,9 @@ def _link_decisions(decisions: Sequence[TimedItem], timeline: Timeline, weights:
         if "supersedes" in later.stated and proposal is None:
             continue  # a model was shown the earlier decisions and said it replaces none of them
         named = _proposed(proposal, current(before)) if proposal else None
-        sharing = [decisions[p] for p in positions_sharing(by_word, _topic(later.words)) if p < position]
+        topic, context = _topic(later.words), later.context_words if later.words & CHANGE_CUES else frozenset()
+        around = positions_sharing(by_context_word, topic) if context else []
+        sharing = [decisions[p] for p in sorted({*positions_sharing(by_word, topic | context), *around}) if p < position]
         earlier = named or _closest_decision(later, current(sharing), weights)
         if earlier is None:
             continue
@@ -210,9 +217,11 @@ def _closest_decision(later: TimedItem, candidates: Sequence[TimedItem], weights
         if earlier.at.same_meeting(later.at) and not (later.words & CHANGE_CUES):
             continue  # within one meeting, only a stated change replaces what was just decided
         later_subject, earlier_subject = _topic(later.words), _topic(earlier.words)
-        shared = later_subject & earlier_subject
+        said = later_subject & earlier_subject
+        around = _said_around(later, earlier) - said
+        shared = said | around
         both = weights.of(later_subject) + weights.of(earlier_subject)
-        similarity = 2 * weights.of(shared) / both if both else 0.0
+        similarity = 2 * (weights.of(said) + CONTEXT_WEIGHT * weights.of(around)) / both if both else 0.0
         if (
             len(shared) >= DECISION_MIN_SHARED_WORDS
             and any(not word.startswith("#") for word in shared)
@@ -221,6 +230,15 @@ def _closest_decision(later: TimedItem, candidates: Sequence[TimedItem], weights
         ):
             best = (similarity, earlier)
     return best[1] if best else None
+
+
+def _said_around(later: TimedItem, earlier: TimedItem) -> frozenset[str]:
+    """The subject words of one decision said just before the other, when ``later`` states a change in a later meeting
+    ("we can't make June with Urbanvolt." / "we switch to Pedalink"; "Pedalink can do ten weeks." / "we go with
+    Urbanvolt")."""
+    if earlier.at.same_meeting(later.at) or not (later.words & CHANGE_CUES):
+        return frozenset()
+    return (later.context_words & _topic(earlier.words)) | (_topic(later.words) & earlier.context_words)
 
 
 def _topic(words: frozenset[str]) -> frozenset[str]:

@@ -31,6 +31,14 @@ def ingest(db, path: Path, embedder, project="office"):
     return ingest_file(db, path, embedder, project=project, meeting_date=day)
 
 
+def backfill_meetings(db, settings, embedder, folder: Path, said: dict[str, str], project: str) -> None:
+    """Meetings written as ``said`` (file name -> transcript) into ``folder``, ingested into ``project`` and backfilled."""
+    for name, text in said.items():
+        (folder / name).write_text(text)
+        ingest(db, folder / name, embedder, project=project)
+    backfill(db, settings, embedder)
+
+
 def decisions(db, project="office"):
     rows = db.execute(
         """SELECT k.id, d.meeting_date, k.description, k.status, k.superseded_by FROM decisions k
@@ -209,13 +217,26 @@ def test_a_task_that_says_nothing_of_itself_is_about_what_was_said_before_it(db,
         "2026-03-16-facilities-update.txt": "Ines Duarte: Quick round of updates.\n"
         "Mark Feld: The parking permits came through on Friday.\nInes Duarte: Great.\n",
     }
-    for name, text in said.items():
-        (tmp_path / name).write_text(text)
-        ingest(db, tmp_path / name, local_embedder, project="facilities")
-    backfill(db, settings, local_embedder)
+    backfill_meetings(db, settings, local_embedder, tmp_path, said, project="facilities")
 
     [(context,)] = db.execute("SELECT context FROM tasks WHERE project_id = 'facilities'").fetchall()
     assert context == "Morning. The parking permits for the new building, who wants them?"  # the words, not the speakers
     task = task_about(db, "take it", project="facilities")
     assert (task["status"], task["assignee"]) == ("done", "Mark Feld")
     assert [c["evidence"] for c in task["changes"]] == ["The parking permits came through on Friday."]
+
+
+def test_a_change_naming_only_the_new_choice_replaces_the_choice_said_around_it(db, local_embedder, settings, tmp_path):
+    said = {
+        "2026-03-02-bikes.txt": "Ines Duarte: Pedalink is cheaper, but Urbanvolt can deliver by May.\n"
+        "Mark Feld: May matters more to me.\nInes Duarte: Then we go with Urbanvolt as the e-bike supplier.\n",
+        "2026-03-16-bikes-update.txt": "Mark Feld: Urbanvolt now say sixteen weeks, so we can't make June with them.\n"
+        "Ines Duarte: Then we switch to Pedalink.\n",
+    }
+    backfill_meetings(db, settings, local_embedder, tmp_path, said, project="bikes")
+
+    rows = decisions(db, project="bikes")
+    urbanvolt, pedalink = about(rows, ["urbanvolt"]), about(rows, ["pedalink"])
+    assert (urbanvolt[3], urbanvolt[4], pedalink[3]) == ("superseded", pedalink[0], "current")
+    [(context,)] = db.execute("SELECT context FROM decisions WHERE id = %s", (pedalink[0],)).fetchall()
+    assert context == "Urbanvolt now say sixteen weeks, so we can't make June with them."

@@ -39,7 +39,8 @@ if TYPE_CHECKING:
     from rag.store.backfill_queue import StageName
 
 
-TASK_CONTEXT_CHARS = 200  # before a transcript's task: what "it" is in "I'll take it" (rag.timeline)
+# Before a transcript's task or decision: what "it" is in "I'll take it", what "we switch to Pedalink" replaces.
+CONTEXT_CHARS = 200
 
 
 class ExtractStage(ModelStage):
@@ -100,16 +101,16 @@ def owned(item: KnowledgeItem, people: People) -> KnowledgeItem:
 
 
 def in_context(item: KnowledgeItem, document: ClaimedDocument) -> KnowledgeItem:
-    """A transcript's task with what was said just before it: the last ``TASK_CONTEXT_CHARS`` of the utterances up to
-    it, without speakers' names and roles; other items as they are."""
-    if item.kind != "task" or item.start_turn is None:
+    """A transcript's task or decision with what was said just before it: the last ``CONTEXT_CHARS`` of the
+    utterances up to it, without speakers' names and roles; other items as they are."""
+    if item.kind not in ("task", "decision") or item.start_turn is None:
         return item
     said = [
         document.body[turn.text_start : min(turn.end_char, item.start_char)]
         for turn in document.turns
-        if turn.end_char > item.start_char - TASK_CONTEXT_CHARS and turn.text_start < item.start_char
+        if turn.end_char > item.start_char - CONTEXT_CHARS and turn.text_start < item.start_char
     ]
-    before = " ".join(" ".join(said).split())[-TASK_CONTEXT_CHARS:]
+    before = " ".join(" ".join(said).split())[-CONTEXT_CHARS:]
     return replace(item, context=before or None)
 
 

@@ -64,7 +64,7 @@ class KnowledgeItem:
     end_turn: int | None = None
     speakers: tuple[str, ...] = ()
     fields: dict[str, Any] = field(default_factory=dict)  # the kind's own columns (ITEM_TABLES)
-    context: str | None = None  # a transcript's task: what was said just before it ("I'll take it")
+    context: str | None = None  # a transcript's task or decision: what was said just before it ("I'll take it")
 
     @property
     def due_date(self) -> date | None:

@@ -43,6 +43,7 @@ def insert_rows(
 # What the extractor stated of each kind, kept beside the effective values a later meeting may change
 # (rag.store.timeline recomputes those from these).
 STATED_FIELDS = {"decision": ("supersedes",), "risk": ("status",), "task": ("assignee", "due_date", "status")}
+WITH_CONTEXT = ("task", "decision")  # kept with what was said just before them (sql/0015)
 # The effective value of a linked column when the extractor states none.
 INITIAL_STATUS = {"decision": "current", "risk": "open", "task": "open"}
 CHANGE_COLUMNS = (
@@ -159,12 +160,12 @@ def _own_value(item: KnowledgeItem, column: str) -> Any:
 
 
 def _linked_columns(kind: str) -> tuple[str, ...]:
-    return ("stated", "context") if kind == "task" else ("stated",) if kind in STATED_FIELDS else ()
+    return ("stated", "context") if kind in WITH_CONTEXT else ("stated",) if kind in STATED_FIELDS else ()
 
 
 def _linked_values(item: KnowledgeItem) -> tuple[Any, ...]:
-    """The item's ``stated`` values (JSON), and its status where the extractor left it out (NOT NULL); a task's
-    context."""
+    """The item's ``stated`` values (JSON), and its status where the extractor left it out (NOT NULL); a task's or
+    decision's context."""
     if item.kind not in STATED_FIELDS:
         return ()
     from psycopg.types.json import Jsonb
@@ -173,7 +174,7 @@ def _linked_values(item: KnowledgeItem) -> tuple[Any, ...]:
     # A model's "supersedes": null is an answer (it replaces nothing it was shown), kept apart from no answer.
     kept = {k: v for k, v in stated.items() if v is not None or (k == "supersedes" and k in item.fields)}
     jsonb = Jsonb({k: v.isoformat() if isinstance(v, date) else v for k, v in kept.items()})
-    return (jsonb, item.context) if item.kind == "task" else (jsonb,)
+    return (jsonb, item.context) if item.kind in WITH_CONTEXT else (jsonb,)
 
 
 def replace_changes(conn: psycopg.Connection, document: ClaimedDocument, changes: Sequence[KnowledgeChange]) -> int:

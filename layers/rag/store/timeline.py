@@ -52,7 +52,7 @@ def relink(conn: psycopg.Connection, tenant_id: str, project_id: str) -> Timelin
 
 def _items(conn: psycopg.Connection, kind: str, scope: dict[str, Any]) -> list[TimedItem]:
     table = LINKED_TABLES[kind]
-    context = "tsvector_to_array(to_tsvector('english', coalesce(k.context, '')))" if kind == "task" else "NULL"
+    context = "tsvector_to_array(to_tsvector('english', coalesce(k.context, '')))" if kind != "risk" else "NULL"
     rows = conn.execute(
         f"""SELECT k.id, {_MOMENT_SQL}, tsvector_to_array(k.search_tsv) || {_COMPOUNDS_SQL.format(text="k.description")},
                    k.description, k.stated, k.end_char, k.method = 'sections', {context}

@@ -1,6 +1,0 @@
--- What was said just before a transcript's task, as the extract stage found it: a task whose own words
--- say nothing of what it is ("I'll take it.", "Can you draft that in two weeks?") is about that, when a
--- later meeting reports it done ("The comms plan went out on the 1st"). Read when a project's links are
--- recomputed (rag.store.timeline.relink); NULL for notes and documents, and for rows written before.
-
-ALTER TABLE tasks ADD COLUMN IF NOT EXISTS context text;
