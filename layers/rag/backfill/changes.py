@@ -97,7 +97,7 @@ DONE = _any(
     rf"\b(?:has|have|'ve)\s+(?:now\s+|already\s+|just\s+|finally\s+)?(?!{NOT_COMPLETIONS}\b)(?:\w+ed|built|done|sent|made|written|got|gotten|put|set\s+up|"
     r"taken|run|paid|sold|found|given|bought|won)\b",
     r"\b(?:is|are)\s+(?:all\s+|now\s+)?in[.!]?$",  # "the personal asks are in"
-    r"\b(?:has|have|'s|'ve)\s+been\s+(?:in|up|on)\b.{0,60}\bsince\b|\blive\s+since\b",  # "in the shared drive since the 9th"  # "the fire watch has been in since the 1st"
+    r"\b(?:has|have|'s|'ve)\s+been\s+(?:in|up|on)\b.{0,60}\bsince\b|\blive\s+since\b",  # "has been in since the 1st", "in the drive since the 9th"
 )
 CANCELLED = _any(
     r"\bcancel(?:led|ed|ling|s)?\b", r"\bcall(?:ed|ing)?\s+off\b", r"\bscrap(?:ped|ping)?\b",

@@ -72,7 +72,7 @@ def _items(conn: psycopg.Connection, kind: str, scope: dict[str, Any]) -> list[T
             end,
             listed,
             frozenset(context or ()),
-        )  # fmt: skip
+        )
         for id_, day, uploaded, document, position, words, description, stated, end, listed, context in rows
     ]
 
