@@ -228,3 +228,33 @@ def test_any_extractors_task_gets_the_canonical_owner_and_other_items_stay():
     assert owned(unowned, people) is unowned
     decision = KnowledgeItem("decision", "Ship it", "We ship.", 0, 8, "llm", fields={"owner": "dana"})
     assert owned(decision, people) is decision
+
+
+def test_a_transcript_item_keeps_the_words_said_just_before_it_without_speakers():
+    from uuid import uuid4
+
+    from rag.backfill.documents import ClaimedDocument, turn_spans
+    from rag.backfill.extract import CONTEXT_CHARS, in_context
+    from rag.backfill.models import KnowledgeItem
+
+    lines = [f"Ana Ruiz: Filler turn number {n} about nothing much." for n in range(2000)]
+    lines += ["Ana Ruiz: The parking permits for the new building, who wants them?", "Ben Okafor: I'll take it."]
+    body, turns, start = "", [], 0
+    for line in lines:
+        turns.append([line.split(":")[0], start, start + len(line)])
+        body += line + "\n"
+        start += len(line) + 1
+    document = ClaimedDocument(uuid4(), "t", "p", "meeting", "transcript-txt", None, None, body, turn_spans(body, turns), None)
+    at = body.index("I'll take it.")
+    task = KnowledgeItem("task", "I'll take it.", "I'll take it.", at, at + 13, "rules", start_turn=2001)
+    context = in_context(task, document).context
+    # the utterances of the turns reaching into the last CONTEXT_CHARS characters of the transcript before it
+    assert CONTEXT_CHARS == 200 and context == (
+        "Filler turn number 1997 about nothing much. Filler turn number 1998 about nothing much. "
+        "Filler turn number 1999 about nothing much. The parking permits for the new building, who wants them?"
+    )
+    assert "Ana Ruiz" not in context and "Ben Okafor" not in context
+    notes = KnowledgeItem("task", "Send it", "Send it", at, at + 5, "sections")  # no turn: notes, no context
+    assert in_context(notes, document) is notes
+    risk = KnowledgeItem("risk", "Late", "Late", at, at + 4, "rules", start_turn=2001)
+    assert in_context(risk, document) is risk

@@ -11,9 +11,11 @@ as listed (``rag.backfill.sections``, method "sections"); the extractors read th
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import date
+from itertools import islice, takewhile
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field
@@ -105,10 +107,11 @@ def in_context(item: KnowledgeItem, document: ClaimedDocument) -> KnowledgeItem:
     utterances up to it, without speakers' names and roles; other items as they are."""
     if item.kind not in ("task", "decision") or item.start_turn is None:
         return item
+    # The turns are in order: find the first one reaching into the window instead of reading them all for every item.
+    first = bisect_right(document.turns, item.start_char - CONTEXT_CHARS, key=lambda turn: turn.end_char)
     said = [
         document.body[turn.text_start : min(turn.end_char, item.start_char)]
-        for turn in document.turns
-        if turn.end_char > item.start_char - CONTEXT_CHARS and turn.text_start < item.start_char
+        for turn in takewhile(lambda turn: turn.text_start < item.start_char, islice(document.turns, first, None))
     ]
     before = " ".join(" ".join(said).split())[-CONTEXT_CHARS:]
     return replace(item, context=before or None)
