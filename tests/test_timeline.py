@@ -268,6 +268,18 @@ def test_a_task_that_says_nothing_of_what_it_is_is_about_what_was_said_just_befo
     assert link(without_context, changes).change_targets == {10: None}
 
 
+def test_a_task_that_refers_back_with_one_word_of_its_own_is_also_about_what_was_said_before_it():
+    # "I need venues for the drop-in sessions." / Gareth: "I'll get them booked before the 20th."
+    booked = task(1, at(2), "ll get book 20th", "Gareth Lloyd")
+    items = [replace(booked, description="I'll get them booked before the 20th.", context_words=words("venu drop-in"))]
+    # notes: "Gareth has the drop-in venues sorted: eleven libraries and two village halls."
+    changes = [change(10, at(9), "done", "drop-in venu sort eleven librari villag hall")]
+    assert link(items, changes).change_targets == {10: ("task", 1)}
+    # the same words without a word that refers back: the task is about its own word
+    items = [replace(booked, description="I'll get the booking done before the 20th.", context_words=words("venu drop-in"))]
+    assert link(items, changes).change_targets == {10: None}
+
+
 def test_a_change_that_names_only_the_new_choice_is_linked_by_what_was_said_around_either_decision():
     # "Pedalink is cheaper, but Urbanvolt can deliver by May." / "We go with Urbanvolt as the e-bike supplier."
     chosen = replace(decision(1, at(2), "go urbanvolt e-bik supplier"), context_words=words("pedalink cheaper deliv"))
@@ -280,3 +292,24 @@ def test_a_change_that_names_only_the_new_choice_is_linked_by_what_was_said_arou
     assert link([chosen, other, plain], []).superseded_by[1] is None
     same_meeting = replace(switch, at=at(2, 90))
     assert link([chosen, other, same_meeting], []).superseded_by[1] is None
+
+
+def test_going_back_to_an_earlier_choice_states_a_change():
+    items = [
+        decision(1, at(2), "e-bik supplier urbanvolt"),
+        decision(2, at(9), "switch e-bik supplier pedalink"),
+        # later in the same meeting, which only a stated change replaces ("go back" is joined, as stored)
+        decision(3, at(9, 40), "goback e-bik supplier urbanvolt"),  # "We go back to Urbanvolt as e-bike supplier."
+    ]
+    assert link(items, []).superseded_by == {1: 2, 2: 3, 3: None}
+
+
+def test_another_day_of_the_same_kind_is_a_change_and_an_added_month_only_restates():
+    items = [
+        decision(1, at(2), "main kitchen close monday 9 novemb reopen friday 18 decemb"),
+        decision(2, at(9), "main kitchen reopen wednesday 23 decemb 18th"),  # "on Wednesday 23 December, not the 18th"
+        decision(3, at(9, 40), "move launch monday 14th"),  # "We move launch to Monday the 14th."
+        decision(4, at(16), "launch stay monday 14 decemb"),  # "Launch stays Monday 14 December."
+        decision(5, at(23), "launch friday 18 decemb"),
+    ]
+    assert link(items, []).superseded_by == {1: 2, 2: None, 3: 5, 4: 5, 5: None}

@@ -74,6 +74,13 @@ def value_kinds(words: Iterable[str]) -> frozenset[str]:
     return frozenset(kinds)
 
 
+def values(words: Iterable[str]) -> frozenset[str]:
+    """The days, months and amounts among ``words``, a day's ordinal as its number: "the 16th" says "16" again."""
+    return frozenset(
+        w[:-2] if ordinal(w) else w.replace(",", "") for w in words if ordinal(w) or is_number(w) or w in MONTHS | WEEKDAYS
+    )
+
+
 def day_or_year(word: str) -> bool:
     return word.isdigit() and (1 <= int(word) <= 31 or 1900 <= int(word) <= 2100)
 

@@ -32,6 +32,7 @@ class TimedItem:
     end: int = 0  # end_char: with ``at.position``, the characters the item was taken from
     listed: bool = False  # taken from a notes section of its kind ("## Decisions"): the meeting's record of it
     context_words: frozenset[str] = frozenset()  # a transcript's task or decision: what was said just before it
+    values: frozenset[str] = frozenset()  # a decision's days, months and amounts ("23", "decemb"; "16th" is "16")
 
     def spans(self, moment: Moment) -> bool:
         return self.at.same_meeting(moment) and self.at.position <= moment.position < max(self.end, self.at.position + 1)

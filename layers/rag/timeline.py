@@ -8,17 +8,7 @@ project (inverse document frequency over its items and change statements). So th
 do not depend on the deployment's embedding model, and "the BOM" ties a report to the one
 task about the BOM however differently the two are worded around it.
 
-- A decision supersedes the earlier *current* decision closest to it in subject (enough
-  shared weight; within one meeting only when it says it changes something: "actually",
-  "instead", ...). A decision of a later meeting that says it changes something ("we switch to Pedalink") also
-  shares, at half weight, the words said just before either of the two in a transcript ("we can't make June with
-  Urbanvolt"): a change often names only the new choice. A later decision that only restates an earlier one (no word of its own
-  besides confirming ones, and no change cue) is a restatement: it supersedes nothing, and
-  whatever later replaces it replaces the original too. A decision that meeting notes list under a heading
-  ("## Decisions") is the meeting's record: it is linked before the notes' prose, and a decision of the prose on
-  its subject only restates it. A chat model's proposed link
-  (``stated["supersedes"]``: the earlier decision's description) is taken when it names an
-  earlier current decision; its ``null`` (it was shown the earlier decisions and named none) links nothing.
+- Decisions: ``rag.supersession`` (a later decision replaces the earlier one on its subject).
 - A change statement ("I sent the BOM on Friday", "Raj, could you take the runbook over?",
   "the certification risk is gone") changes the open task or risk of an earlier moment whose
   subject it shares most, counting the words of the statement and, at half weight, of what was
@@ -38,45 +28,24 @@ task about the BOM however differently the two are worded around it.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from datetime import date
 from typing import Any
 
-from rag.subject_words import (
-    Weights,
-    day_or_year,
-    is_number,
-    positions_by_word,
-    positions_sharing,
-    subject,
-    value_kinds,
-)
+from rag.subject_words import Weights, is_number, positions_by_word, positions_sharing, subject
+from rag.supersession import CONTEXT_WEIGHT, decision_subject, link_decisions, proposed
 from rag.timed import Moment, TaskState, TimedChange, TimedItem, Timeline
 
 __all__ = ["Moment", "TaskState", "TimedChange", "TimedItem", "Timeline", "link"]
 
-# Decisions: the shared words' weight over both decisions' (a weighted Dice coefficient).
-DECISION_MIN_SIMILARITY = 0.25
-DECISION_MIN_SHARED_WORDS = 2  # counting the kind of value both set (#date), and at least one word
 # Changes: the weight of the item's words the statement (or, at half weight, what came just before) says.
 CHANGE_MIN_COVERAGE = 0.3
 CLOSURE_MIN_COVERAGE = 0.05  # "the credit risk is closed": the cue says the rest
 IMPLIED_MIN_COVERAGE = 0.1  # "The fibre went live": one rare word of the risk, said in a later meeting
-CONTEXT_WEIGHT = 0.5
 PROMISE_WINDOW_DAYS = 14  # a promised date moves a task due within two weeks of the meeting that promises it
 OWNER_REPORT_BONUS = 0.2  # a "done" or a new date said by the task's own owner, or naming them ("Gareth sent ...")
-
-# Words that say a decision replaces something (PostgreSQL English stems).
-CHANGE_CUES = frozenset(
-    {"actual", "instead", "chang", "switch", "move", "revers", "revert", "back", "drop", "replac", "longer",
-     "rais", "cut", "cancel", "scrap", "overturn", "new", "anymor", "rather", "reconsid", "updat"}
-)  # fmt: skip
-# Words a restatement adds to what it restates ("we confirmed the May 19 date", "it stays at $89").
-CONFIRMING = frozenset(
-    {"confirm", "agre", "still", "stay", "reconfirm", "final", "decid", "decis", "date", "keep", "unchang", "remain",
-     "otherwis", "same"}
-)  # fmt: skip
 
 
 def link(items: Sequence[TimedItem], changes: Sequence[TimedChange], names: Iterable[str] = ()) -> Timeline:
@@ -89,7 +58,7 @@ def link(items: Sequence[TimedItem], changes: Sequence[TimedChange], names: Iter
     changes = [_with_subject(change, people) for change in changes]
     weights = Weights([i.words for i in items] + [c.words | c.context_words for c in changes])
     timeline = Timeline()
-    _link_decisions(sorted((i for i in items if i.kind == "decision"), key=_decision_order), timeline, weights)
+    link_decisions([i for i in items if i.kind == "decision"], timeline, weights)
     for item in items:
         if item.kind == "risk":
             timeline.risk_status[item.id] = "closed" if item.stated.get("status") == "closed" else "open"
@@ -138,112 +107,23 @@ def link(items: Sequence[TimedItem], changes: Sequence[TimedChange], names: Iter
     return timeline
 
 
+_REFERS_BACK = re.compile(r"\b(?:it|them|that|those|this|these)\b", re.I)
+
+
 def _with_subject(thing: Any, names: frozenset[str]) -> Any:
     """An item or change with only its subject words (decisions also with the kind of value they set)."""
-    if isinstance(thing, TimedItem) and thing.kind == "decision":  # "launch May 5", "launch May 19": a date
-        context = _topic(subject(thing.context_words, names))
-        return replace(thing, words=subject(thing.words, names) | value_kinds(thing.words), context_words=context)
+    if isinstance(thing, TimedItem) and thing.kind == "decision":
+        return decision_subject(thing, names)
     # A task's numbers are mostly its due date's ("by February 13"): not what it is about.
     words = frozenset(w for w in subject(thing.words, names) if not is_number(w))
-    if isinstance(thing, TimedItem):  # "I'll take it": what was said just before says what it is
-        return replace(thing, words=words or frozenset(w for w in subject(thing.context_words, names) if not is_number(w)))
+    if isinstance(thing, TimedItem):  # "I'll take it", "I'll get them booked": what was said just before says what
+        context = frozenset(w for w in subject(thing.context_words, names) if not is_number(w))
+        refers = len(words) <= 1 and _REFERS_BACK.search(thing.description) is not None
+        return replace(thing, words=words | context if not words or refers else words)
     if isinstance(thing, TimedChange):
         context = frozenset(w for w in subject(thing.context_words, names) if not is_number(w))
         return replace(thing, words=words, context_words=context, named=thing.words & names)
     return replace(thing, words=words)
-
-
-def _decision_order(decision: TimedItem) -> tuple[Any, ...]:
-    """Meeting order; within a meeting, the decisions its notes list under a heading first: the record of what was
-    decided replaces the earlier decisions, and the discussion around it only says it again."""
-    at = decision.at
-    return (at.day, at.uploaded, at.document_id, not decision.listed, at.position)
-
-
-def _link_decisions(decisions: Sequence[TimedItem], timeline: Timeline, weights: Weights) -> None:
-    restates: dict[int, int] = {}  # a restatement -> the decision it restates (the first statement)
-    # A decision is linked by a shared subject word (not a #date alone), said or, for a change, said around either
-    # decision: only those are compared.
-    by_word = positions_by_word(frozenset(w for w in _topic(d.words) if not w.startswith("#")) for d in decisions)
-    by_context_word = positions_by_word(d.context_words for d in decisions)
-
-    def current(earlier: Sequence[TimedItem]) -> list[TimedItem]:  # ``earlier``: decisions before, in decision order
-        return [d for d in earlier if timeline.superseded_by[d.id] is None]
-
-    for position, later in enumerate(decisions):
-        timeline.superseded_by[later.id] = None
-        before = decisions[:position]
-        proposal = later.stated.get("supersedes")
-        if "supersedes" in later.stated and proposal is None:
-            continue  # a model was shown the earlier decisions and said it replaces none of them
-        named = _proposed(proposal, current(before)) if proposal else None
-        topic, context = _topic(later.words), later.context_words if later.words & CHANGE_CUES else frozenset()
-        around = positions_sharing(by_context_word, topic) if context else []
-        sharing = [decisions[p] for p in sorted({*positions_sharing(by_word, topic | context), *around}) if p < position]
-        earlier = named or _closest_decision(later, current(sharing), weights)
-        if earlier is None:
-            continue
-        original = restates.get(earlier.id, earlier.id)
-        if _restates(later, earlier) or (earlier.listed and earlier.at.same_meeting(later.at)):
-            restates[later.id] = original
-            continue
-        for replaced in current(before):  # the decision and every restatement of it
-            if restates.get(replaced.id, replaced.id) == original:
-                timeline.superseded_by[replaced.id] = later.id
-
-
-def _restates(later: TimedItem, earlier: TimedItem) -> bool:
-    """Whether ``later`` only says ``earlier`` again: no change cue, and nothing new besides confirming words."""
-    return not (later.words & CHANGE_CUES) and not (_days(later.words) - _days(earlier.words) - CONFIRMING)
-
-
-def _days(words: frozenset[str]) -> frozenset[str]:
-    """Without a date's day and year ("Go-live stays on Monday 16 March" says "Monday the 16th of March" again: the
-    ordinal is no subject word, the number is); the kind of value (``#date``) stays."""
-    return frozenset(w for w in words if not ("#date" in words and day_or_year(w)))
-
-
-def _proposed(description: object, candidates: Sequence[TimedItem]) -> TimedItem | None:
-    if not isinstance(description, str) or not description.strip():
-        return None
-    wanted = " ".join(description.split()).casefold()
-    named = [c for c in candidates if " ".join(c.description.split()).casefold() == wanted]
-    return named[-1] if named else None
-
-
-def _closest_decision(later: TimedItem, candidates: Sequence[TimedItem], weights: Weights) -> TimedItem | None:
-    best: tuple[float, TimedItem] | None = None
-    for earlier in candidates:
-        if earlier.at.same_meeting(later.at) and not (later.words & CHANGE_CUES):
-            continue  # within one meeting, only a stated change replaces what was just decided
-        later_subject, earlier_subject = _topic(later.words), _topic(earlier.words)
-        said = later_subject & earlier_subject
-        around = _said_around(later, earlier) - said
-        shared = said | around
-        both = weights.of(later_subject) + weights.of(earlier_subject)
-        similarity = 2 * (weights.of(said) + CONTEXT_WEIGHT * weights.of(around)) / both if both else 0.0
-        if (
-            len(shared) >= DECISION_MIN_SHARED_WORDS
-            and any(not word.startswith("#") for word in shared)
-            and similarity >= DECISION_MIN_SIMILARITY
-            and (best is None or similarity >= best[0])
-        ):
-            best = (similarity, earlier)
-    return best[1] if best else None
-
-
-def _said_around(later: TimedItem, earlier: TimedItem) -> frozenset[str]:
-    """The subject words of one decision said just before the other, when ``later`` states a change in a later meeting
-    ("we can't make June with Urbanvolt." / "we switch to Pedalink"; "Pedalink can do ten weeks." / "we go with
-    Urbanvolt")."""
-    if earlier.at.same_meeting(later.at) or not (later.words & CHANGE_CUES):
-        return frozenset()
-    return (later.context_words & _topic(earlier.words)) | (_topic(later.words) & earlier.context_words)
-
-
-def _topic(words: frozenset[str]) -> frozenset[str]:
-    """A decision's subject: without the values a change replaces ("May 19" -> "May 26") or the change's own words."""
-    return frozenset(w for w in words if w not in CHANGE_CUES and w not in CONFIRMING and not is_number(w))
 
 
 def _target(
@@ -258,7 +138,7 @@ def _target(
         if item.kind == wanted_kind and item.at < change.at and not item.spans(change.at) and _is_open(item, timeline)
         and not (implied and item.at.same_meeting(change.at))
     ]  # fmt: skip
-    named = _proposed(change.proposed_target, open_now)
+    named = proposed(change.proposed_target, open_now)
     if named is not None:
         return named
     closure = change.change == "closed" and not implied

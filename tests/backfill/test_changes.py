@@ -33,6 +33,7 @@ def changes_of(text: str, speaker: str | None = "Lena Vogel") -> list[tuple[str,
         ("Omar, could you take over the press kit from me?", [("reassigned", "Omar Haddad")]),
         ("Priya will take the budget sheet over.", [("reassigned", "Priya Nair")]),
         ("I'm handing the hotel booking over to Lena.", [("reassigned", "Lena Vogel")]),
+        ("Omar, can you take the recruitment campaign off Priya?", [("reassigned", "Omar Haddad")]),
         ("We push the dry run to March 16.", [("rescheduled", "2026-03-16")]),
         ("The audit slipped to the end of next week.", [("rescheduled", "2026-03-13")]),
         # more time asked for (a question that moves the date), a new date set against the old one
@@ -86,6 +87,7 @@ def changes_of(text: str, speaker: str | None = "Lena Vogel") -> list[tuple[str,
         ("The graphs have been in the shared drive since the 9th.", [("done", None)]),
         ("So the item list can be dropped.", [("cancelled", None)]),
         ("The second panel, don't bother with it.", [("cancelled", None)]),
+        ("The old contract turned up in the archive at Hallam House.", [("done", None)]),  # found
     ],
 )
 def test_a_change_statement_and_its_new_value(text, expected):
@@ -114,6 +116,9 @@ def test_a_change_statement_and_its_new_value(text, expected):
         "It's been a long week.",
         "Their officer had a call with Fiona on 1 October.",  # talk, not work done
         "We had no answer on the 3rd.",
+        "Ashworth can come later, once the road and the yard are done.",  # not yet
+        "The group agreed to run a joint campaign, with a bonus paid by the county.",  # a decision
+        "The northern lot is awarded; the southern lot goes out to tender.",  # what will happen
     ],
 )
 def test_plans_questions_and_negations_change_nothing(text):

@@ -255,6 +255,14 @@ def test_an_agreement_opening_a_segment_states_nothing():
         ("If it doesn't arrive, we'll use the old one.", []),  # what to do about it
         ("If there are no objections, we'll move on.", []),
         ("If we hadn't done that, we would have been.", []),  # looking back
+        # a condition after a clause of its own, a loss as the consequence, and what may happen
+        ("The supplier needs an update for zones, and if it isn't ready by spring, drivers use paper charts.", ["risk"]),
+        ("If ours is one of those, no electric buses for the launch.", ["risk"]),
+        ("If that's fine, no need to wait.", []),
+        ("Rosa is off sick, so the covers may be late.", ["risk"]),
+        ("But the new name could still hit the same problem.", ["risk"]),
+        ("Honestly, that's a defamation claim waiting to happen.", ["risk"]),
+        ("And if downloads average under five thousand, they can walk away.", ["risk"]),
         ("People have seen the sandbox and they're much less worried.", []),
     ],
 )

@@ -52,6 +52,8 @@ PLAN = _any(
     r"\b(?:can|could|would)\s+(?:you|we|someone)\b",
     r"^(?:let's|please)\b",
     r"\bif\b",
+    r"\bonce\b",  # "once the road and the yard are done": not yet
+    r"\b(?:agreed|decided)\s+to\b",  # "the group agreed to run a campaign, with a bonus paid by the county": a decision
 )
 # When a past-tense report happened: "on the 19th", "on 28 May", "on Thursday", "Thursday", "yesterday", "last week".
 _SPELLED_DAY = (
@@ -82,7 +84,8 @@ DONE = _any(
     r"\bwent\s+(?:fine|well|smoothly|through|live|ok(?:ay)?|round|around)\b",  # "the draft went round on the 14th"
     r"\b(?:I|we|they|he|she)\s+(?:just\s+|already\s+|finally\s+)?(?:finished|completed|sent|shipped|submitted|published|"
     r"booked|signed|filed|posted|uploaded|delivered|merged|deployed|released|wrapped\s+up|got\s+(?:it|them|the)\b)",
-    r"\b(?:went|go(?:es)?)\s+out\b",
+    r"\bwent\s+out\b",  # not "it goes out to tender": what will happen
+    r"\b(?:turned|showed)\s+up\b",  # "the contract turned up in the archive": found
     r"\bcame\s+(?:back|in|through)\b",
     r"\b(?:is|are|was|were|has\s+been|have\s+been|'s\s+been)\s+(?:now\s+)?(?:sent|shipped|submitted|published|booked|signed|filed|"
     r"posted|uploaded|delivered|merged|deployed|released|approved|reviewed|received|confirmed|up|live|out|ready|"
@@ -118,6 +121,8 @@ REASSIGNED = re.compile(
             r"(?:it|that|this|them|the\b.{0,60}?)?\s*over\b",
             r"\bhand(?:ing|ed|s)?\s+(?:it|that|this|them|the\b.{0,60}?)\s+(?:over\s+)?to\s+" + _name(4),
             _name(5) + r"\s+(?:owns|has)\s+(?:it|that|this)\s+now\b",
+            # "Gareth, can you take the recruitment campaign off Sunita?"
+            _name(6) + r"\s*[,:]\s*(?:can|could|would|will)\s+you\s+take\b.{0,80}?\boff\s+(?:[A-Z]|(?:my|his|her)\s+hands\b)",
         )
     )
 )  # case-sensitive: a name is capitalized

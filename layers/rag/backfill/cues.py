@@ -158,12 +158,19 @@ RISK = _any(
     r"\b(?:might|may)\s+not\s+(?:be\s+(?:able|ready|enough|available|delivered|finished|done|in\s+time|on\s+time)|"
     r"(?!be\b)\w+)",
     r"\bcould\s+(?:delay|slip|fail|break|push)\b",
+    # "so the covers may be late", "the new name could still hit the same problem", "they might pull out"
+    r"\b(?:may|might|could)\s+(?:well\s+|still\s+|easily\s+)?(?:be\s+(?:late|delayed)|slip|run\s+(?:late|out)|"
+    r"hit\s+(?:a|the)\s+(?:same\s+)?(?:problem|snag|wall)|fall\s+through|walk\s+away|pull\s+out)\b",
+    r"\bwaiting\s+to\s+happen\b",  # "a defamation claim waiting to happen"
     r"\b(?:problem|issue)\s+is\s+that\b", r"\bif\b.{0,80}\b(?:slips|fails|misses|breaks)\b",
 )  # fmt: skip
 # "If the strike goes ahead, the units are two weeks late": a condition, then a harm (generic "if you ..." is advice).
-# A short lead-in may come first: "At two hundred and eighty, if we sell out, we can't hit the goal".
+# A short lead-in may come first: "At two hundred and eighty, if we sell out, we can't hit the goal", or a clause
+# joined by "and" / "but": "The supplier needs an update for zones, and if it isn't ready by spring, drivers are ...".
 CONDITIONAL_RISK = re.compile(
-    r"^(?:(?:\w+,?\s+){0,2}?|[\w'$ -]{3,50},\s+)(?:if|unless)\s+(?!you\b)(?P<if>[^,]{3,160}),\s*(?P<then>.+)$", re.I
+    r"^(?:(?:\w+,?\s+){0,2}?|[\w'$ -]{3,50},\s+|.{3,200}?[,;]\s+(?:and|but)\s+)(?:if|unless)\s+(?!you\b)"
+    r"(?P<if>[^,]{3,160}),\s*(?P<then>.+)$",
+    re.I,
 )
 # A condition that something does not happen, then any consequence: "If Coastal Bank doesn't come back, we're
 # forty thousand short", "if it isn't fixed by the 17th, Saltgrass has to carry the food upstairs"; not a plan for
@@ -187,7 +194,9 @@ HARM = re.compile(
     r"loses|losing|lost|nobody|no\s+one|[\w-]+\s+short|miss\w*|late|delay\w*|(?:be|are|run|fall)\s+short|over\s+budget|go\s+over|overrun|hole|slip\w*|"
     r"crash\w*|stuck|run\s+out|too\s+(?:late|expensive|much|slow)|paying\s+(?:list|more|extra|twice|full)|pay\s+more|"
     r"penalt\w*|fined|fines|damage\w*|unmasked|exposed|leak\w*|risk\w*|problem\w*|trouble|behind|collapse|harm\w*|"
-    r"suffer\w*|danger\w*|worse|disaster|no\s+(?:way|longer|fallback))\b",
+    r"suffer\w*|danger\w*|worse|disaster|no\s+(?:way|longer|fallback)|takedowns?|walk\s+away|pull\s+out)\b"
+    # "If ours is one of those, no electric buses for the launch": something lost
+    r"|^no\s+(?!problem|worries|need|rush|objections?|change|issues?|questions?|doubt)\w+",
     re.I,
 )
 # "That's a risk too", "Everything is a risk this year": an alarm that does not say what could go wrong.
