@@ -34,7 +34,8 @@ open), and the same status share over the labels changed in a later meeting; ove
 risks, the share whose stored status (open / closed) is the label's; superseded decisions
 recognised: of the labels with ``superseded_by``, those whose matched item is marked superseded
 (``status = 'superseded'`` or a ``superseded_by`` link, which when present must point to the item
-matched to the replacing label).
+matched to the replacing label, or to an item at one of that label's ``updates`` in its own meeting: the
+same decision said again there, as notes list under "Decisions" what their prose says).
 """
 
 from __future__ import annotations
@@ -216,7 +217,8 @@ def score(labels: Sequence[Label], extracted: Sequence[Extracted], matching: Mat
         sum((item.status or "open") == (label.status or "open") for label, item in risks), len(risks)
     )
     superseded = [label for label in labels if label.kind == "decision" and label.superseded_by]
-    figures["superseded_recognised"] = _ratio(sum(_recognised(label, matching) for label in superseded), len(superseded))
+    by_id = {label.id: label for label in labels}
+    figures["superseded_recognised"] = _ratio(sum(_recognised(label, matching, by_id) for label in superseded), len(superseded))
     figures["counts"] = {
         "labels": {kind: sum(label.kind == kind for label in labels) for kind in KINDS},
         "extracted": {kind: sum(item.kind == kind for item in extracted) for kind in KINDS},
@@ -225,19 +227,29 @@ def score(labels: Sequence[Label], extracted: Sequence[Extracted], matching: Mat
     return figures
 
 
-def _recognised(label: Label, matching: Matching) -> bool:
+def _recognised(label: Label, matching: Matching, by_id: dict[str, Label]) -> bool:
     item = matching.pairs.get(label.id)
     if item is None or not (item.status == "superseded" or item.superseded_by is not None):
         return False
     if item.superseded_by is None:
         return True
-    successor = matching.pairs.get(label.superseded_by or "")
-    return successor is not None and successor.id == item.superseded_by
+    successor = by_id.get(label.superseded_by or "")
+    if successor is None:
+        return False
+    if (matched := matching.pairs.get(successor.id)) is not None and matched.id == item.superseded_by:
+        return True
+    # the same decision said again in the replacing decision's meeting (notes list what their prose says)
+    said_again = [u for u in successor.updates if u.meeting == successor.place.meeting]
+    return any(
+        other.kind == "decision" and other.id == item.superseded_by and any(other.place.overlaps(u) for u in said_again)
+        for other in [*matching.neutral, *matching.false_positives]
+    )
 
 
 def wrong_over_time(labels: Sequence[Label], matching: Matching) -> list[str]:
     """Matched tasks whose final status, owner or due date differ from the label's; superseded decisions not recognised."""
     lines = []
+    by_id = {label.id: label for label in labels}
     for label in labels:
         item = matching.pairs.get(label.id)
         if item is None:
@@ -254,7 +266,7 @@ def wrong_over_time(labels: Sequence[Label], matching: Matching) -> list[str]:
             ]
             if wrong:
                 lines.append(f"{label.id} task: {'; '.join(wrong)}: {item.description[:70]}")
-        elif label.kind == "decision" and label.superseded_by and not _recognised(label, matching):
+        elif label.kind == "decision" and label.superseded_by and not _recognised(label, matching, by_id):
             successor = matching.pairs.get(label.superseded_by)
             lines.append(
                 f"{label.id} decision: superseded by {label.superseded_by} "

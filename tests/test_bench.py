@@ -143,6 +143,29 @@ def test_a_superseded_decision_is_recognised_when_its_item_is_marked_and_any_lin
     assert "| decisions precision / recall | 1.00 (4/4) / 0.80 (4/5) |" in kq.format_table(figures)
 
 
+def test_a_link_to_the_successor_said_again_in_its_own_meeting_counts_but_not_in_a_later_one():
+    kq = import_bench("knowledge_quality")
+    Place, Label, Extracted = kq.Place, kq.Label, kq.Extracted
+    # notes: the prose decides (line 3), the "## Decisions" list says it again (line 9); a later meeting too
+    said_again = (Place("b.md", 9, 9), Place("c.txt", 4, 4))
+    labels = [
+        Label("D1", "decision", Place("a.txt", 1, 1), "q", superseded_by="D4"),
+        Label("D2", "decision", Place("a.txt", 2, 2), "q", superseded_by="D4"),
+        Label("D4", "decision", Place("b.md", 3, 3), "q", updates=said_again),
+    ]
+    extracted = [
+        Extracted(1, "decision", Place("a.txt", 1, 1), superseded_by=90),  # the notes' list: recognised
+        Extracted(2, "decision", Place("a.txt", 2, 2), superseded_by=91),  # the later meeting's: not
+        Extracted(40, "decision", Place("b.md", 3, 3)),
+        Extracted(90, "decision", Place("b.md", 9, 9)),
+        Extracted(91, "decision", Place("c.txt", 4, 4)),
+    ]
+
+    figures = kq.score(labels, extracted, kq.match(labels, extracted))
+
+    assert figures["superseded_recognised"] == {"value": 0.5, "n": 1, "of": 2}
+
+
 def test_markdown_items_are_placed_on_the_lines_their_characters_span():
     kq = import_bench("knowledge_quality")
     body = "# Notes\n\n## Decisions\n\n- Price is $89.\n- Two colors.\n"

@@ -378,6 +378,22 @@ def test_the_meeting_leader_settles_what_was_proposed_by_concluding_it():
     ]  # not the same words from someone else, nor the leader's chat
 
 
+def test_the_leader_s_okay_answering_a_discussion_settles_what_it_names_but_not_the_running_of_the_meeting():
+    people = People.of(["Maya Okafor (Lead)", "Maya Okafor (Lead)", "Ben Hartley"])
+
+    def decides(sentence: str, speaker: str = "Maya Okafor", **where: bool) -> bool:
+        return "decision" in [m.kind for m in classify(sentence, speaker, people=people, **where)]
+
+    assert decides("Okay, a trailer and one full episode per show on launch day.", replying=True)
+    assert decides("Fine, we tighten the windows to eleven pm till five am.", replying=True)
+    assert decides("The hosting stays with Castwave, business tier.", replying=True, concluding=True)  # after "Okay."
+    assert not decides("Okay, a trailer and one full episode per show on launch day.")  # not answering anyone
+    assert not decides("Fine, a trailer and one full episode per show.", "Ben Hartley", replying=True)  # not the leader
+    assert not decides("Okay, this is the kickoff for the network, three shows.", replying=True)  # running the meeting
+    assert not decides("Right, next, the studio bookings for October.", replying=True)
+    assert not decides("Okay, so that's the hosting, thanks everyone.", replying=True)  # names nothing settled
+
+
 def test_a_conclusion_settles_only_when_its_speaker_leads_the_meeting():
     units = _turns(
         (0, "Tom Ellis", "Then the newsletter lives on the website."),

@@ -95,6 +95,21 @@ CLOSING_MARKER = re.compile(r"^(?:okay|ok|right|fine|fair|good|alright|all\s+rig
 AGREES = re.compile(r"^agreed\b[,.!]?(?:\s+[\w']+){0,4}[.!]?$", re.I)
 TAG_QUESTION = re.compile(r"^\W*[\w']+\W*\?$")
 BARE_MARKER = re.compile(r"^(?:okay|ok|right|fine|fair|good|alright|all\s+right|agreed|done|decided)[.!]?$", re.I)
+# The chair running the meeting, not concluding a discussion: "This is the kickoff for ...", "Next, the temporary
+# kitchen unit.", "Let's get going, it's a full agenda.", "Same time in three weeks.", "I have to run."
+RUNNING_THE_MEETING = _any(
+    r"^(?:this\s+is|first|next|now|last|news|thanks|thank|happy|welcome|same\s+time|lots?|a\s+lot|quick|"
+    r"(?:the\s+)?big\s+one|three\s+weeks|that's\s+one)\b",
+    r"\blet(?:'s|\s+me|\s+us)\s+(?:get\s+going|start|begin|go\s+through|do\s+a|come\s+back|wrap|move\s+on|take\s+a|"
+    r"give\s+you)\b",
+    r"\b(?:meeting|kick-?off|agenda|floor)\b|\boff\s+(?:my|the)\s+list\b|\bto\s+get\s+through\b",
+    r"\b(?:I|I'm|I've|me|my|you|your)\b|\b(?:need|needs|has|have)\s+to\b|\bwe\s+(?:need|owe)\b",
+)
+# What a discussion came to names what was settled: an amount, a name, or what "we" do.
+SETTLES_SOMETHING = re.compile(
+    r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|forty|fifty|hundred|"
+    r"thousand|million)\b|\bwe\s+(?!need|owe|have|had|were|was|can|could|should|might|may)\w+|(?<=\w)\W+[A-Z][a-z]+",
+)
 CONCLUDES = re.compile(r",\s+then[.!]?$", re.I)
 # A choice named and closed: "So the 20th of April it is.", "So that's settled: three-year term, annual in advance."
 NAMED_CHOICE = _any(

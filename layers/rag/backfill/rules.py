@@ -14,7 +14,10 @@ A sentence, after leading fillers ("okay, so, right, ...") are dropped, is a
   as fixed ("X is capped at / adopted / approved", "the tool is X, not Y", "X stays open /
   moves to ...", "it's a go"); or the meeting's leader (who takes the most turns) concluding
   a discussion: right after accepting a proposal ("Then let's do it.", "... but fine."), or
-  drawing the conclusion ("Then ...", "... instead", "from now on", "Albert Street it is, then").
+  drawing the conclusion ("Then ...", "... instead", "from now on", "Albert Street it is, then"), or answering
+  the discussion with "Okay, ..." / "Fine, ..." that names what was settled (an amount, a name, what "we" do:
+  "Okay, a trailer and one full episode per show on launch day"), not running the meeting ("Okay, next, the
+  studio bookings").
   Not: "haven't decided", "let's not", "keep an eye on",
   the chair giving the floor ("we go back to Mr. ...").
   Status "agreed"; rationale: the clause after "because" / "since".
@@ -56,38 +59,19 @@ from rag.backfill.cues import (
     ASKS_TO_TALK,
     BARE_MARKER,
     CLOSED,
-    CLOSING_MARKER,
-    CONCLUDES,
-    CONDITIONAL_RISK,
-    COUNTERFACTUAL,
     DEADLINE_FIRST,
-    DECISION,
     FIRST_PERSON_FUTURE,
-    HARM,
-    HEDGED,
-    LATE,
-    LEADER_CONCLUSION,
-    NAMED_CHOICE,
     NAMED_COMMITMENT,
-    NEGATIVE_CONDITION,
     NOT_DECISION,
     NOT_NAMES,
-    NOT_RISK,
     OFFER,
-    ON_A_DATE,
     OPPORTUNITY,
     OPPORTUNITY_TYPES,
-    PLAN_STATEMENT,
-    PLANNED_RESPONSE,
     RATIONALE,
     REQUEST,
-    RISK,
     RISK_CATEGORIES,
     ROLE_COMMITMENT,
-    SCHEDULED,
     SELF_COMMITMENT,
-    SET_AMOUNT,
-    VAGUE_RISK,
     VOCATIVE_ORDER,
     VOCATIVE_REQUEST,
     WE_NEED_TO,
@@ -95,6 +79,7 @@ from rag.backfill.cues import (
 from rag.backfill.due_dates import due_date, names_a_date
 from rag.backfill.models import ItemKind, KnowledgeItem
 from rag.backfill.neighbours import DATE_ONLY_WORDS, agreed_proposal, follows_in_turn, mitigation, task_with_answer
+from rag.backfill.statements import leader_concludes, states_a_decision, states_a_risk
 from rag.backfill.text import clean, clip
 from rag.backfill.units import Unit
 from rag.people import People
@@ -115,63 +100,29 @@ def classify(
     *,
     concluding: bool = False,
     accepted: bool = False,
+    replying: bool = False,
     people: People | None = None,
 ) -> list[Match]:
     """The kinds of item one sentence states, with the fields the rules can fill. ``concluding``: the sentence
     follows a bare "Okay." / "Right." of its own turn; ``accepted``: it follows an acceptance of a proposal ("Then
-    let's do it."), which settles what the meeting's leader says next; ``people``: the meeting's, to tell "Dana will ..." (a
+    let's do it."), which settles what the meeting's leader says next; ``replying``: it opens a turn that answers another
+    speaker (after a bare "Okay." too), where the leader's "Okay, ..." is what a discussion came to; ``people``: the meeting's, to tell "Dana will ..." (a
     person) from "Staff will ..." (a sentence's first word)."""
     core = clean(sentence)
     question = core.endswith("?")
     found: list[Match] = []
     assignee, is_task = _task(core, speaker, people)
-    # The meeting's leader concluding: after an acceptance, or drawing the conclusion ("Then ...", "... instead").
-    concludes = (
-        people is not None and people.leads(speaker) and (accepted or LEADER_CONCLUSION.search(sentence.strip()) is not None)
-    )
-    if not question and _states_a_decision(core, sentence.strip(), concluding, is_task and assignee is not None, concludes):
+    concludes = leader_concludes(sentence, speaker, people, concluding=concluding, accepted=accepted, replying=replying)
+    if not question and states_a_decision(core, sentence.strip(), concluding, is_task and assignee is not None, concludes):
         why = RATIONALE.search(core)
         found.append(Match("decision", {"status": "agreed", "rationale": why["why"].rstrip(".") if why else None}))
-    if not question and _states_a_risk(core):
+    if not question and states_a_risk(core):
         found.append(Match("risk", {"category": keyword_class(core, RISK_CATEGORIES, "general")}))
     if not question and OPPORTUNITY.search(core):
         found.append(Match("opportunity", {"type": keyword_class(core, OPPORTUNITY_TYPES, "general")}))
     if is_task:
         found.append(Match("task", {"assignee": assignee, "due_date": due_date(core, meeting_date), "status": "open"}))
     return found
-
-
-def _states_a_decision(core: str, raw: str, concluding: bool, is_task: bool, leader_concludes: bool) -> bool:
-    if NOT_DECISION.search(core) or CLOSED.search(core):  # "the witness-slot worry is closed": a report on a risk
-        return False
-    if DECISION.search(core) or NAMED_CHOICE.search(raw):
-        return True
-    if is_task or HEDGED.search(core):  # "Dan will open the account by August 31" is Dan's task
-        return False
-    if SET_AMOUNT.search(core):
-        return True
-    closing = concluding or CLOSING_MARKER.search(raw) is not None or CONCLUDES.search(core) is not None
-    if leader_concludes and len(core.split()) >= 5:  # "Then book it now.": too little to be what was settled
-        return True
-    if (SCHEDULED.search(core) or (closing and ON_A_DATE.search(core))) and names_a_date(core):
-        return True
-    return closing and PLAN_STATEMENT.search(core) is not None
-
-
-def _states_a_risk(core: str) -> bool:
-    if CLOSED.search(core):  # "so I'm calling the delivery risk closed": a report on a risk, no new one
-        return False
-    if conditional := CONDITIONAL_RISK.search(core):
-        if HARM.search(conditional["then"]):
-            return True
-        counterfactual = COUNTERFACTUAL.search(conditional["if"])  # "if we hadn't done that, ..." looks back
-        if NEGATIVE_CONDITION.search(conditional["if"]) and not (counterfactual or PLANNED_RESPONSE.search(conditional["then"])):
-            return not PLANNED_RESPONSE.search(conditional["if"])
-    if LATE.search(core):
-        return True
-    if not RISK.search(core) or NOT_RISK.search(core):
-        return False
-    return not (VAGUE_RISK.search(core) and len(core.split()) <= 8)
 
 
 def classify_with_model(
@@ -185,6 +136,7 @@ def classify_with_model(
     *,
     concluding: bool = False,
     accepted: bool = False,
+    replying: bool = False,
     people: People | None = None,
 ) -> list[Match]:
     """The patterns' kinds plus those the sentence classifier (rag.backfill.classifier) finds above its
@@ -192,7 +144,7 @@ def classify_with_model(
     ``following`` are the neighbouring sentences of the segment (the classifier reads an answer, an agreement)."""
     from rag.backfill.classifier import classify_sentence, kinds_of
 
-    found = classify(sentence, speaker, meeting_date, concluding=concluding, accepted=accepted, people=people)
+    found = classify(sentence, speaker, meeting_date, concluding=concluding, accepted=accepted, replying=replying, people=people)
     have = {match.kind for match in found}
     core = clean(sentence)
     probabilities = classify_sentence(
@@ -279,11 +231,9 @@ def extract_by_rules(
         last_in_turn = unit.turn is None or position == len(units) - 1 or units[position + 1].turn != unit.turn
         previous = units[position - 1].text if position > 0 else None
         following = units[position + 1].text if position + 1 < len(units) else None
-        concluding = not first_in_turn and previous is not None and BARE_MARKER.match(previous.strip()) is not None
-        accepted = not first_in_turn and previous is not None and ACCEPTED.search(previous) is not None
         matches = classify_with_model(
             unit.text, unit.speaker, meeting_date, first_in_turn, last_in_turn, previous, following,
-            concluding=concluding, accepted=accepted, people=people,
+            people=people, **_said_after(units, position, first_in_turn),
         )  # fmt: skip
         for match in matches:
             if match.kind == "task" and position in answered:
@@ -344,3 +294,20 @@ def extract_by_rules(
                 )
             )
     return items
+
+
+def _said_after(units: Sequence[Unit], position: int, first_in_turn: bool) -> dict[str, bool]:
+    """What a sentence follows (``classify``'s ``concluding``, ``accepted`` and ``replying``)."""
+    previous = units[position - 1].text.strip() if position > 0 else ""
+    concluding = not first_in_turn and BARE_MARKER.match(previous) is not None
+    return {
+        "concluding": concluding,
+        "accepted": not first_in_turn and ACCEPTED.search(previous) is not None,
+        "replying": _answers(units, position) or (concluding and _answers(units, position - 1)),
+    }
+
+
+def _answers(units: Sequence[Unit], position: int) -> bool:
+    """Whether the sentence opens a turn that answers another speaker."""
+    before, unit = (units[position - 1], units[position]) if position > 0 else (None, None)
+    return before is not None and unit is not None and before.turn != unit.turn and before.speaker != unit.speaker
