@@ -313,3 +313,15 @@ def test_another_day_of_the_same_kind_is_a_change_and_an_added_month_only_restat
         decision(5, at(23), "launch friday 18 decemb"),
     ]
     assert link(items, []).superseded_by == {1: 2, 2: None, 3: 5, 4: 5, 5: None}
+
+
+def test_a_change_whose_context_says_the_old_value_replaces_the_decision_that_set_it():
+    items = [
+        decision(1, at(2), "new network start 5 april 2027 contract roll"),  # "starts on 5 April 2027, ..."
+        decision(2, at(2, 40), "consult run eight week"),
+        # "With eight weeks of consultation, April is not happening." / "So we move to Sunday 30 May 2027."
+        replace(decision(3, at(9), "move sunday 30 may 2027"), context_words=words("eight week consult april happen")),
+    ]
+    assert link(items, []).superseded_by == {1: 3, 2: None, 3: None}
+    said_before = replace(items[2], context_words=words("eight week consult happen"))  # the old value not said
+    assert link([*items[:2], said_before], []).superseded_by[1] is None

@@ -41,6 +41,7 @@ from rag.timed import TimedItem, Timeline
 DECISION_MIN_SIMILARITY = 0.25
 DECISION_MIN_SHARED_WORDS = 2  # counting the kind of value both set (#date), and at least one word
 CONTEXT_WEIGHT = 0.5  # the words said around an item, beside its own
+OLD_VALUE = "=old value"  # a pseudo-word: a change's context says a value of the decision it replaces
 
 # Words that say a decision replaces something (PostgreSQL English stems).
 CHANGE_CUES = frozenset(
@@ -64,7 +65,8 @@ def decision_subject(decision: TimedItem, names: frozenset[str]) -> TimedItem:
     context = _topic(subject(decision.context_words, names))
     cues = frozenset(w for w in decision.words if _is_cue(w))  # "back", "new": noise to a subject, not to a change
     words = subject(decision.words, names) | value_kinds(decision.words) | cues
-    return replace(decision, words=words, context_words=context, values=values(decision.words))
+    said_before = frozenset(v for v in values(decision.context_words) if not (v.isdigit() and 1900 <= int(v) <= 2100))
+    return replace(decision, words=words, context_words=context, values=values(decision.words), context_values=said_before)
 
 
 def _decision_order(decision: TimedItem) -> tuple[Any, ...]:
@@ -82,6 +84,7 @@ def link_decisions(decisions: Sequence[TimedItem], timeline: Timeline, weights: 
     # decision: only those are compared.
     by_word = positions_by_word(frozenset(w for w in _topic(d.words) if not w.startswith("#")) for d in decisions)
     by_context_word = positions_by_word(d.context_words for d in decisions)
+    by_value = positions_by_word(d.values for d in decisions)
 
     def current(earlier: Sequence[TimedItem]) -> list[TimedItem]:  # ``earlier``: decisions before, in decision order
         return [d for d in earlier if timeline.superseded_by[d.id] is None]
@@ -95,6 +98,7 @@ def link_decisions(decisions: Sequence[TimedItem], timeline: Timeline, weights: 
         named = proposed(proposal, current(before)) if proposal else None
         topic, context = _topic(later.words), later.context_words if _changes_something(later) else frozenset()
         around = positions_sharing(by_context_word, topic) if context else []
+        around += positions_sharing(by_value, later.context_values) if context else []
         sharing = [decisions[p] for p in sorted({*positions_sharing(by_word, topic | context), *around}) if p < position]
         earlier = named or _closest_decision(later, current(sharing), weights)
         if earlier is None:
@@ -144,6 +148,8 @@ def _closest_decision(later: TimedItem, candidates: Sequence[TimedItem], weights
         later_subject, earlier_subject = _topic(later.words), _topic(earlier.words)
         said = later_subject & earlier_subject
         around = _said_around(later, earlier) - said
+        if _compares_around(later, earlier) and later.context_values & earlier.values:
+            around |= {OLD_VALUE}  # "April is not happening." / "We move to Sunday 30 May.": the old value said
         shared = said | around
         both = weights.of(later_subject) + weights.of(earlier_subject)
         similarity = 2 * (weights.of(said) + CONTEXT_WEIGHT * weights.of(around)) / both if both else 0.0
@@ -161,9 +167,13 @@ def _said_around(later: TimedItem, earlier: TimedItem) -> frozenset[str]:
     """The subject words of one decision said just before the other, when ``later`` states a change in a later meeting
     ("we can't make June with Urbanvolt." / "we switch to Pedalink"; "Pedalink can do ten weeks." / "we go with
     Urbanvolt")."""
-    if earlier.at.same_meeting(later.at) or not _changes_something(later):
+    if not _compares_around(later, earlier):
         return frozenset()
     return (later.context_words & _topic(earlier.words)) | (_topic(later.words) & earlier.context_words)
+
+
+def _compares_around(later: TimedItem, earlier: TimedItem) -> bool:
+    return not earlier.at.same_meeting(later.at) and _changes_something(later)
 
 
 def _is_cue(word: str) -> bool:

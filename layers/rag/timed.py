@@ -33,6 +33,7 @@ class TimedItem:
     listed: bool = False  # taken from a notes section of its kind ("## Decisions"): the meeting's record of it
     context_words: frozenset[str] = frozenset()  # a transcript's task or decision: what was said just before it
     values: frozenset[str] = frozenset()  # a decision's days, months and amounts ("23", "decemb"; "16th" is "16")
+    context_values: frozenset[str] = frozenset()  # those said just before it ("April is not happening"), no years
 
     def spans(self, moment: Moment) -> bool:
         return self.at.same_meeting(moment) and self.at.position <= moment.position < max(self.end, self.at.position + 1)

@@ -234,7 +234,7 @@ def test_a_transcript_item_keeps_the_words_said_just_before_it_without_speakers(
     from uuid import uuid4
 
     from rag.backfill.documents import ClaimedDocument, turn_spans
-    from rag.backfill.extract import CONTEXT_CHARS, in_context
+    from rag.backfill.extract import CONTEXT_CHARS, DECISION_CONTEXT_CHARS, in_context
     from rag.backfill.models import KnowledgeItem
 
     lines = [f"Ana Ruiz: Filler turn number {n} about nothing much." for n in range(2000)]
@@ -254,6 +254,10 @@ def test_a_transcript_item_keeps_the_words_said_just_before_it_without_speakers(
         "Filler turn number 1999 about nothing much. The parking permits for the new building, who wants them?"
     )
     assert "Ana Ruiz" not in context and "Ben Okafor" not in context
+    # a decision keeps more: a change often names only the new choice, and the old one was said further back
+    decision = KnowledgeItem("decision", "I'll take it.", "I'll take it.", at, at + 13, "rules", start_turn=2001)
+    decided = in_context(decision, document).context or ""
+    assert DECISION_CONTEXT_CHARS == 400 and decided.endswith(context) and decided.startswith("Filler turn number 1994")
     notes = KnowledgeItem("task", "Send it", "Send it", at, at + 5, "sections")  # no turn: notes, no context
     assert in_context(notes, document) is notes
     risk = KnowledgeItem("risk", "Late", "Late", at, at + 4, "rules", start_turn=2001)

@@ -42,7 +42,8 @@ if TYPE_CHECKING:
 
 
 # Before a transcript's task or decision: what "it" is in "I'll take it", what "we switch to Pedalink" replaces.
-CONTEXT_CHARS = 200
+CONTEXT_CHARS = 200  # a task's: the request it answers
+DECISION_CONTEXT_CHARS = 400  # a decision's: a change often names only the new choice, the old one said further back
 
 
 class ExtractStage(ModelStage):
@@ -103,17 +104,19 @@ def owned(item: KnowledgeItem, people: People) -> KnowledgeItem:
 
 
 def in_context(item: KnowledgeItem, document: ClaimedDocument) -> KnowledgeItem:
-    """A transcript's task or decision with what was said just before it: the last ``CONTEXT_CHARS`` of the
-    utterances up to it, without speakers' names and roles; other items as they are."""
+    """A transcript's task or decision with what was said just before it: the last ``CONTEXT_CHARS`` (a decision's:
+    ``DECISION_CONTEXT_CHARS``) of the utterances up to it, without speakers' names and roles; other items as they
+    are."""
     if item.kind not in ("task", "decision") or item.start_turn is None:
         return item
     # The turns are in order: find the first one reaching into the window instead of reading them all for every item.
-    first = bisect_right(document.turns, item.start_char - CONTEXT_CHARS, key=lambda turn: turn.end_char)
+    chars = DECISION_CONTEXT_CHARS if item.kind == "decision" else CONTEXT_CHARS
+    first = bisect_right(document.turns, item.start_char - chars, key=lambda turn: turn.end_char)
     said = [
         document.body[turn.text_start : min(turn.end_char, item.start_char)]
         for turn in takewhile(lambda turn: turn.text_start < item.start_char, islice(document.turns, first, None))
     ]
-    before = " ".join(" ".join(said).split())[-CONTEXT_CHARS:]
+    before = " ".join(" ".join(said).split())[-chars:]
     return replace(item, context=before or None)
 
 
