@@ -88,6 +88,16 @@ def changes_of(text: str, speaker: str | None = "Lena Vogel") -> list[tuple[str,
         ("So the item list can be dropped.", [("cancelled", None)]),
         ("The second panel, don't bother with it.", [("cancelled", None)]),
         ("The old contract turned up in the archive at Hallam House.", [("done", None)]),  # found
+        ("I found the commissioning file, by the way.", [("done", None)]),
+        ("I got Halden to give a firm date on the ovens, like you asked.", [("done", None)]),
+        ("Ruth raised the purchase order with Halden.", [("done", None)]),
+        ("My model's up on the shared drive.", [("done", None)]),
+        ("The write-up's in the shared folder.", [("done", None)]),
+        ("Proration is switched to daily since the 26th.", [("done", None)]),
+        ("The cost code's live as well.", [("done", None)]),
+        ("Yes, drop it, no point now it's all sterling.", [("cancelled", None)]),
+        ("No, that's off.", [("cancelled", None)]),
+        ("I'll tell them we won't need it.", [("cancelled", None)]),
     ],
 )
 def test_a_change_statement_and_its_new_value(text, expected):
@@ -119,6 +129,9 @@ def test_a_change_statement_and_its_new_value(text, expected):
         "Ashworth can come later, once the road and the yard are done.",  # not yet
         "The group agreed to run a joint campaign, with a bonus paid by the county.",  # a decision
         "The northern lot is awarded; the southern lot goes out to tender.",  # what will happen
+        "I found that hard.",
+        "He's out this week.",
+        "Is it in the shared drive?",
     ],
 )
 def test_plans_questions_and_negations_change_nothing(text):

@@ -86,9 +86,15 @@ DONE = _any(
     r"booked|signed|filed|posted|uploaded|delivered|merged|deployed|released|wrapped\s+up|got\s+(?:it|them|the)\b)",
     r"\bwent\s+out\b",  # not "it goes out to tender": what will happen
     r"\b(?:turned|showed)\s+up\b",  # "the contract turned up in the archive": found
+    r"\b(?:I|we|he|she|they)\s+(?:finally\s+)?(?:found|tracked\s+down)\s+(?:the|it|them|their|our|his|her)\b",
+    r"\b(?:I|we)\s+got\s+(?:[A-Z][\w-]+|them|him|her)\s+to\s+\w+",  # "I got Halden to give a firm date"
+    r"\braised\s+(?:the|a|an)\s+(?:purchase\s+order|PO|invoice|ticket)\b",
+    # "my model's up on the shared drive", "the write-up's in the shared folder", "the cost code's live"
+    r"(?:'s|\bis|\bare)\s+(?:now\s+)?(?:up\s+on|in|on)\s+(?:the\s+)?(?:shared\s+)?(?:drive|folder|portal|wiki|site)\b",
+    r"'s\s+(?:now\s+)?live\b",
     r"\bcame\s+(?:back|in|through)\b",
     r"\b(?:is|are|was|were|has\s+been|have\s+been|'s\s+been)\s+(?:now\s+)?(?:sent|shipped|submitted|published|booked|signed|filed|"
-    r"posted|uploaded|delivered|merged|deployed|released|approved|reviewed|received|confirmed|up|live|out|ready|"
+    r"posted|uploaded|delivered|merged|deployed|released|approved|reviewed|received|confirmed|switched|up|live|out|ready|"
     r"in\s+place|installed|rebuilt|fixed)\b",
     r"^(?:done|finished|sent|submitted|booked|signed|published)\b",
     r"^\[[xX]\]",  # a ticked checkbox in notes
@@ -109,6 +115,8 @@ CANCELLED = _any(
     r"\b(?:let's|we|I'm|I|I've|we've)\s+(?:just\s+)?drop(?:ped|ping)?\s+(?:it|that|this|the\s+\w+)\b",
     r"\b(?:I've|we've|I|we)\s+stopped\s+(?:it|that|this|the\s+\w+|work)\b", r"\bI\s+never\s+(?:placed|sent|made|booked)\b",
     r"\bwe'll\s+leave\s+it\b", r"\b(?:can|could)\s+be\s+dropped\b", r"\bdon't\s+bother\s+with\b",
+    r"^(?:(?:yes|yeah|ok|okay|fine|right|so),?\s+)?drop\s+(?:it|that|this)\b", r"\bthat's\s+off\b(?!\s+\w+\s+(?:list|plate)\b)",
+    r"\bwe\s+won't\s+need\s+(?:it|them|that|this)\b",
 )  # fmt: skip
 # "That's off my list" after "I sent it Monday" is done; said alone, the task was dropped.
 DROPPED = re.compile(r"\boff\s+(?:my|the|our|his|her|their)\s+(?:list|plate)\b", re.I)
