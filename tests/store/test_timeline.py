@@ -14,6 +14,9 @@ def test_a_phrasal_verb_is_also_its_noun(db):
     [words] = db.execute(sql, ("We cut over on March 2 and roll out the new set up",)).fetchone()
     assert {"cutov", "rollout", "setup"} <= set(words)
     assert db.execute("SELECT tsvector_to_array(to_tsvector('english', 'the cutover'))").fetchone()[0] == ["cutov"]
+    # no pronoun's "pick it up", no "in" opening a time or a place: those would be words of nothing
+    [words] = db.execute(sql, ("Can you draft that in two weeks? I'll pick it up, the order went in, in the archive",)).fetchone()
+    assert set(words) == {"draft", "two", "week", "ll", "pick", "order", "wentin", "archiv"}
 
 
 def test_relinking_an_unchanged_project_rewrites_no_row(db, local_embedder):

@@ -21,10 +21,12 @@ if TYPE_CHECKING:
 
 MAX_ITEMS = 5_000  # per kind and project: the links of older items stay as they are
 LINKED_TABLES = {"decision": "decisions", "risk": "risks", "task": "tasks"}
-# "cut over" is the "cutover", "roll out" the "rollout": a phrasal verb's words joined, stemmed beside the rest.
+# "cut over" is the "cutover", "roll out" the "rollout": a phrasal verb's words joined, stemmed beside the rest; not a
+# pronoun's ("pick it up") nor "in" starting a phrase of time or place ("draft that in two weeks", "in the archive").
 _COMPOUNDS_SQL = (
     "tsvector_to_array(to_tsvector('english', regexp_replace({text}, "
-    "'\\m(\\w+)\\s+(over|up|off|out|down|back|in)\\M', '\\1\\2', 'gi')))"
+    "'\\m(?!(?:it|that|this|them|those|these|me|you|him|her|us|everything|something|all)\\M)(\\w+)\\s+"
+    "(over|up|off|out|down|back|in(?!\\s+(?:the|a|an|two|three|four|five|six|time|\\d)))\\M', '\\1\\2', 'gi')))"
 )
 _MOMENT_SQL = "coalesce(d.meeting_date, d.created_at::date), extract(epoch FROM d.created_at)::float8, d.id::text, k.start_char"
 
