@@ -191,17 +191,19 @@ def test_a_closed_risk_closes_the_same_risk_said_again_but_not_another_on_a_shar
     assert timeline.risk_status == {1: "closed", 2: "closed", 3: "open"}
 
 
-def test_a_closed_risk_is_closed_and_a_report_on_a_task_never_closes_a_risk():
+def test_a_closed_risk_is_closed_and_work_reported_done_also_ends_the_risk_it_names():
     risk = TimedItem("risk", 5, at(2), words("certif lab slot slip"), "certification could slip", {})
     other = TimedItem("risk", 6, at(2, 9), words("supplier cell late"), "cells late", {})
-    chase = task(7, at(2, 20), "chase supplier cell", "Dana Kim")
+    budget = TimedItem("risk", 8, at(2, 12), words("budget overrun contractor"), "budget overrun", {})
+    delivery = task(7, at(2, 20), "get supplier cell deliv", "Dana Kim")
     changes = [
         change(20, at(9), "closed", "certif risk gone"),
-        change(21, at(9, 5), "done", "chase supplier cell"),
+        change(21, at(9, 5), "done", "supplier cell deliv friday"),  # "The supplier's cells were delivered on Friday."
     ]
-    timeline = link([risk, other, chase], changes)
-    assert timeline.risk_status == {5: "closed", 6: "open"} and timeline.tasks[7].status == "done"
-    assert timeline.change_targets == {20: ("risk", 5), 21: ("task", 7)}
+    timeline = link([risk, other, budget, delivery], changes)
+    assert timeline.tasks[7].status == "done"
+    assert timeline.risk_status == {5: "closed", 6: "closed", 8: "open"}  # the cells came: no longer late
+    assert timeline.change_targets == {20: ("risk", 5), 21: ("task", 7)}  # the report cites the task it closed
 
 
 def test_something_reported_done_that_no_task_asked_for_closes_the_risk_it_names():
@@ -325,3 +327,9 @@ def test_a_change_whose_context_says_the_old_value_replaces_the_decision_that_se
     assert link(items, []).superseded_by == {1: 3, 2: None, 3: None}
     said_before = replace(items[2], context_words=words("eight week consult happen"))  # the old value not said
     assert link([*items[:2], said_before], []).superseded_by[1] is None
+
+
+def test_a_report_naming_one_of_a_task_s_three_words_is_on_that_task():
+    graphs = task(1, at(2), "peak graph halloween", "Owen Pryce")  # "I'll pull the peak graphs from Halloween."
+    changes = [change(10, at(9), "done", "graph went round")]  # "The graphs went round on the 14th."
+    assert link([graphs], changes).change_targets == {10: ("task", 1)}

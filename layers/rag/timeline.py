@@ -22,8 +22,9 @@ task about the BOM however differently the two are worded around it.
   shows the earlier task's state and no later change is linked to it.
 - A risk closed ("I think we can call the memory problem closed") closes, with the risk it names, every other open
   risk holding the words that named it: the same risk said again in other words ("Memory remains the biggest risk").
-  Something reported done that no open task asked for ("The fibre went live on the 1st") closes the open risk it
-  names, as a closure does: the risk was that it would not happen.
+  Something reported done ("The fibre went live on the 1st") also closes the open risk it names, as a closure does,
+  whether or not a task asked for it: the risk was that it would not happen. The report cites the task it closed,
+  or else the risk.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ from rag.timed import Moment, TaskState, TimedChange, TimedItem, Timeline
 __all__ = ["Moment", "TaskState", "TimedChange", "TimedItem", "Timeline", "link"]
 
 # Changes: the weight of the item's words the statement (or, at half weight, what came just before) says.
-CHANGE_MIN_COVERAGE = 0.3
+CHANGE_MIN_COVERAGE = 0.2
 CLOSURE_MIN_COVERAGE = 0.05  # "the credit risk is closed": the cue says the rest
 IMPLIED_MIN_COVERAGE = 0.1  # "The fibre went live": one rare word of the risk, said in a later meeting
 PROMISE_WINDOW_DAYS = 14  # a promised date moves a task due within two weeks of the meeting that promises it
@@ -78,15 +79,15 @@ def link(items: Sequence[TimedItem], changes: Sequence[TimedChange], names: Iter
             return candidates
         return [candidates[p] for p in positions_sharing(by_word, change.words | change.context_words)]
 
-    reports: list[TimedChange] = []  # things reported done that no task asked for
+    reports: list[TimedChange] = []  # things reported done
     for change in sorted(changes, key=lambda c: c.at):
         shared = sharing(change)
         if change.promised:  # the speaker's own task, due around this meeting, now promised for later
             shared = [item for item in shared if item.kind == "task" and _slipped(item, change, timeline)]
         target = _target(change, [c for c in shared if c.id not in follow_ups or c.kind != "task"], timeline, weights)
         timeline.change_targets[change.id] = (target.kind, target.id) if target else None
+        reports += [change] if change.change == "done" else []
         if target is None:
-            reports += [change] if change.change == "done" else []
             continue
         _apply(change, target, timeline)
         if change.change == "closed":  # "the memory problem is closed": every open risk about memory, said again or not
@@ -98,11 +99,12 @@ def link(items: Sequence[TimedItem], changes: Sequence[TimedChange], names: Iter
                     follow_ups[item.id] = target.id
     for follow_up, original in follow_ups.items():
         timeline.tasks[follow_up] = timeline.tasks[original]
-    # "The fibre went live on the 1st": the end of the risk it names, unless a closure said so already.
+    # "The fibre went live on the 1st": the end of the risk it names (and of the task it answers), unless a closure said
+    # so already.
     for report in reports:
         closed = _target(replace(report, change="closed"), sharing(report), timeline, weights, implied=True)
         if closed is not None:
-            timeline.change_targets[report.id] = ("risk", closed.id)
+            timeline.change_targets[report.id] = timeline.change_targets[report.id] or ("risk", closed.id)
             timeline.risk_status[closed.id] = "closed"
     return timeline
 
