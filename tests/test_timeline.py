@@ -333,3 +333,27 @@ def test_a_report_naming_one_of_a_task_s_three_words_is_on_that_task():
     graphs = task(1, at(2), "peak graph halloween", "Owen Pryce")  # "I'll pull the peak graphs from Halloween."
     changes = [change(10, at(9), "done", "graph went round")]  # "The graphs went round on the 14th."
     assert link([graphs], changes).change_targets == {10: ("task", 1)}
+
+
+def test_a_change_to_another_named_choice_where_either_was_said_around_the_other_replaces_it():
+    # "Hydrolink charge the couplings separately. I'd lean Aquametric." / "We go with Aquametric as the meter supplier,
+    # and we hold them to a delivery schedule."
+    text = "We go with Aquametric as the meter supplier, and we hold them to a delivery schedule."
+    chosen = replace(
+        decision(1, at(2), "aquametr meter supplier hold deliveri schedul"),
+        description=text,
+        context_words=words("hydrolink charg coupl separ lean aquametr"),
+    )
+    # "Hydrolink can do twelve thousand by the end of July." / "We move the order to Hydrolink."
+    moved = replace(
+        decision(2, at(9), "move order hydrolink"),
+        description="We move the order to Hydrolink.",
+        context_words=words("crew yard hydrolink twelv thousand juli"),
+    )
+    assert link([chosen, moved], []).superseded_by == {1: 2, 2: None}
+    # The same words, no name said capitalised: too little shared.
+    unnamed = replace(moved, description="we move the order to hydrolink.")
+    assert link([chosen, unnamed], []).superseded_by[1] is None
+    # Neither name said around the other: no swap.
+    apart = replace(chosen, context_words=words("charg coupl separ lean"))
+    assert link([apart, replace(moved, context_words=words("crew yard meter twelv juli"))], []).superseded_by[1] is None

@@ -82,7 +82,11 @@ def values(words: Iterable[str]) -> frozenset[str]:
 
 
 def day_or_year(word: str) -> bool:
-    return word.isdigit() and (1 <= int(word) <= 31 or 1900 <= int(word) <= 2100)
+    return word.isdigit() and 1 <= int(word) <= 31 or is_year(word)
+
+
+def is_year(word: str) -> bool:
+    return word.isdigit() and 1900 <= int(word) <= 2100
 
 
 def is_number(word: str) -> bool:

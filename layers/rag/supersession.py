@@ -5,6 +5,8 @@ A decision supersedes the earlier *current* decision closest to it in subject (e
 meeting only when it says it changes something: "actually", "instead", "go back", ...). A decision of a later meeting
 that says it changes something ("we switch to Pedalink") also shares, at half weight, the words said just before
 either of the two in a transcript ("we can't make June with Urbanvolt"): a change often names only the new choice.
+When both name a choice (a name said capitalised: "Urbanvolt", "Pedalink"), different ones, and one was said around
+the other, the change counts as saying the old value, as when its context says an earlier decision's day or amount.
 
 A later decision that only restates an earlier one is a restatement: no word of its own besides confirming ones, no
 other day or amount of a kind the earlier one said ("reopens on 23 December, not the 18th" changes "reopens on Friday
@@ -19,6 +21,7 @@ earlier current decision; its ``null`` (it was shown the earlier decisions and n
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
@@ -29,6 +32,7 @@ from rag.subject_words import (
     Weights,
     day_or_year,
     is_number,
+    is_year,
     positions_by_word,
     positions_sharing,
     subject,
@@ -65,8 +69,31 @@ def decision_subject(decision: TimedItem, names: frozenset[str]) -> TimedItem:
     context = _topic(subject(decision.context_words, names))
     cues = frozenset(w for w in decision.words if _is_cue(w))  # "back", "new": noise to a subject, not to a change
     words = subject(decision.words, names) | value_kinds(decision.words) | cues
-    said_before = frozenset(v for v in values(decision.context_words) if not (v.isdigit() and 1900 <= int(v) <= 2100))
-    return replace(decision, words=words, context_words=context, values=values(decision.words), context_values=said_before)
+    said_before = frozenset(v for v in values(decision.context_words) if not is_year(v))
+    return replace(
+        decision,
+        words=words,
+        context_words=context,
+        values=values(decision.words),
+        context_values=said_before,
+        choices=_proper_names(decision.description, words),
+    )
+
+
+# A capitalised word inside a sentence (not the first word): a name ("with Urbanvolt", "to Arcway Mechanical").
+_INNER_CAPITALISED = re.compile(r"(?<![.!?:;]\s)(?<=\s)[A-Z][\w-]*")
+
+
+def _proper_names(description: str, words: frozenset[str]) -> frozenset[str]:
+    """The subject words (stems) that are a name said capitalised inside a sentence of ``description``."""
+    said = {token.casefold() for token in _INNER_CAPITALISED.findall(description)}
+    return frozenset(
+        w
+        for w in words
+        if not w.startswith("#")
+        and w not in MONTHS | WEEKDAYS
+        and any(token.startswith(w) or token.startswith(w[:-1] + "y") for token in said)
+    )
 
 
 def _decision_order(decision: TimedItem) -> tuple[Any, ...]:
@@ -147,9 +174,11 @@ def _closest_decision(later: TimedItem, candidates: Sequence[TimedItem], weights
             continue  # within one meeting, only a stated change replaces what was just decided
         later_subject, earlier_subject = _topic(later.words), _topic(earlier.words)
         said = later_subject & earlier_subject
-        around = _said_around(later, earlier) - said
-        if _compares_around(later, earlier) and later.context_values & earlier.values:
-            around |= {OLD_VALUE}  # "April is not happening." / "We move to Sunday 30 May.": the old value said
+        around: frozenset[str] = frozenset()
+        if _compares_around(later, earlier):
+            around = _said_around(later, earlier) - said
+            if later.context_values & earlier.values or _swaps(later, earlier):
+                around |= {OLD_VALUE}  # "April is not happening." / "We move to Sunday 30 May.": the old value said
         shared = said | around
         both = weights.of(later_subject) + weights.of(earlier_subject)
         similarity = 2 * (weights.of(said) + CONTEXT_WEIGHT * weights.of(around)) / both if both else 0.0
@@ -164,12 +193,18 @@ def _closest_decision(later: TimedItem, candidates: Sequence[TimedItem], weights
 
 
 def _said_around(later: TimedItem, earlier: TimedItem) -> frozenset[str]:
-    """The subject words of one decision said just before the other, when ``later`` states a change in a later meeting
-    ("we can't make June with Urbanvolt." / "we switch to Pedalink"; "Pedalink can do ten weeks." / "we go with
-    Urbanvolt")."""
-    if not _compares_around(later, earlier):
-        return frozenset()
+    """The subject words of one decision said just before the other ("we can't make June with Urbanvolt." / "we
+    switch to Pedalink"; "Pedalink can do ten weeks." / "we go with Urbanvolt"): compared when ``later`` states a
+    change in a later meeting."""
     return (later.context_words & _topic(earlier.words)) | (_topic(later.words) & earlier.context_words)
+
+
+def _swaps(later: TimedItem, earlier: TimedItem) -> bool:
+    """Whether ``later`` names another choice than ``earlier`` where one was said around the other ("Pedalink can do
+    ten." / "We go with Urbanvolt"; "we can't make June with Urbanvolt." / "We switch to Pedalink")."""
+    if not later.choices or not earlier.choices or later.choices & earlier.choices:
+        return False
+    return bool(earlier.choices & later.context_words or later.choices & earlier.context_words)
 
 
 def _compares_around(later: TimedItem, earlier: TimedItem) -> bool:
