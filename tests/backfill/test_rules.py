@@ -233,6 +233,11 @@ def test_an_agreement_opening_a_segment_states_nothing():
         ("Right, that's settled: two sessions, both in the morning.", ["decision"]),
         ("That's the flooding worry gone, then.", []),  # a risk closed, no decision
         ("Then we know how long it is.", []),
+        ("It sounds worse than it is.", []),  # "it is" closing a sentence, no choice named
+        ("Let's make sure it is.", []),
+        ("A forward contract or whatever it is.", []),
+        ("I know we decided it, but the pre-registrations are up forty per cent.", []),  # a decision recalled
+        ("Fiona's camera is frozen though.", []),  # the call, not a constraint
         # ... and what only sounds like one
         ("The sandbox will be ready on Monday.", []),
         ("Homecoming is on the 24th, the weekend after.", []),  # news, said in passing

@@ -111,9 +111,11 @@ SETTLES_SOMETHING = re.compile(
     r"thousand|million)\b|\bwe\s+(?!need|owe|have|had|were|was|can|could|should|might|may)\w+|(?<=\w)\W+[A-Z][a-z]+",
 )
 CONCLUDES = re.compile(r",\s+then[.!]?$", re.I)
-# A choice named and closed: "So the 20th of April it is.", "So that's settled: three-year term, annual in advance."
+# A choice named and closed: "So the 20th of April it is.", "So that's settled: three-year term, annual in advance."; not
+# "It sounds worse than it is.", "Let's make sure it is.", "a forward contract or whatever it is."
 NAMED_CHOICE = _any(
-    r"^(?:(?:so|okay|ok|right|then|fine|good),?\s+)*(?!.*\b(?:how|what|where|who|know|see)\b)[\w' -]{2,40}\s+it\s+is[.!]?$",
+    r"^(?:(?:so|okay|ok|right|then|fine|good),?\s+)*"
+    r"(?!.*\b(?:how|what|where|who|which|whatever|know|see|sure|than|as|if|there)\b)[\w' -]{2,40}\s+it\s+is[.!]?$",
     r"\b(?:that's|that\s+is|it's)\s+(?:all\s+)?settled\b",
 )
 # A sentence accepting what was just proposed ("Good, then that's how we do it.", "Then let's do it.", "It costs us
@@ -143,6 +145,10 @@ HEDGED = re.compile(
 )
 NOT_DECISION = _any(
     r"\b(?:haven't|have\s+not|not\s+yet|didn't|did\s+not)\s+(?:\w+\s+)?(?:decided|agreed)\b",
+    # what was decided before, recalled to question it: "I know we decided it, but ..."
+    r"\bknow\s+we(?:'ve|\s+have)?\s+(?:decided|agreed)\b",
+    # the call itself: "Fiona's camera is frozen"
+    r"\b(?:camera|screen|video|picture|audio|mic|microphone)(?:'s|\s+is|\s+are)\s+(?:\w+\s+)?(?:frozen|stuck|off)\b",
     r"\blet's\s+not\b",
     # watching is not deciding: "let's keep an eye on that one", "let's keep it in mind"
     r"\bkeep(?:ing)?\s+(?:an\s+eye|track|(?:it|that|this)\s+in\s+mind|\w+ing\b)",
