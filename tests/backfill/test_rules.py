@@ -494,3 +494,19 @@ def test_a_request_the_classifier_reads_as_a_task_is_the_named_person_s():
     people = People.of(["Helen Marsh", "Gareth Pryce"])
     [task] = [i for i in extract_by_rules(units, None, date(2027, 2, 9), people) if i.kind == "task"]
     assert (task.fields["assignee"], task.fields["due_date"]) == ("Gareth Pryce", date(2027, 2, 17))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I'll need a signed copy before the 20th.",  # a need, not work
+        "Owen, can you start with dates, since the servers drive half of it?",
+        "I'll want that in writing for the members.",
+        "Owen, can you take us through the layout first?",  # the floor, not work after the meeting
+        "What about the pilot, anything we need to do before the 15th?",
+    ],
+)
+def test_talk_the_classifier_may_read_as_a_task_is_none(text):
+    units = _turns((0, "Helen Marsh", "Good, that's the list."), (1, "Owen Pryce", text))
+    people = People.of(["Helen Marsh", "Owen Pryce"])
+    assert [i.kind for i in extract_by_rules(units, None, date(2027, 2, 9), people) if i.kind == "task"] == []

@@ -249,10 +249,17 @@ MEETING_VERBS = (
     r"|pursue|move|hand|turn|stop|explain|answer|repeat|continue|make\s+an\s+example|keep\s+it|go\s+(?:on|back|through)"
     r"|remind|presume|assume|mention|note|summari[sz]e|introduce|wrap\s+up|show\s+(?:you|that|this)"
     r"|read\s+(?:out|it|that|this)|try\s+and\s+(?:be|answer|explain|keep)|generally|just\s+(?:say|add|mention|note)"
-    r"|need(?!\s+to\b)|lose|not"  # "I'll need a design pack from them" is a need, "I'll lose people" a consequence
+    r"|need(?!\s+to\b)|want(?!\s+to\b)|lose|not"  # "I'll need a design pack from them" is a need, "I'll lose people" a consequence
 )
 _I_WILL = r"\bI(?:'ll|\s+will|'m\s+going\s+to|\s+am\s+going\s+to)\s+"
 SELF_COMMITMENT = re.compile(rf"{_I_WILL}(?!(?:{MEETING_VERBS})\b)\w+", re.I)
+# The speaker's own future that is no work: "I'll see you all on Tuesday", "I'll need a design pack from them", "I'll
+# want that in writing", "I'll be out for two weeks".
+NOT_WORK = re.compile(
+    rf"{_I_WILL}(?:be\s+(?:out|away|off|honest|brief|quick)|see\s+you|need(?!\s+to)|want|stop|say|admit|bet|guess|"
+    r"think|believe|spare|stand|sit)\b",
+    re.I,
+)
 # The speaker's own future, whatever the verb ("I'll go through their accounts ..."): the owner of what the classifier
 # reads as a task, though the patterns leave "I'll go through / start ..." to meeting talk.
 FIRST_PERSON_FUTURE = re.compile(rf"{_I_WILL}\w+", re.I)
@@ -280,13 +287,18 @@ REQUEST = re.compile(
     r"proceed)\b)\w+",
     re.I,
 )
+# Giving someone the floor: "Owen, can you take us through the layout first?"
+_THE_FLOOR = r"(?:take|walk|run|talk)\s+us\s+through|start\s+(?:us\s+off|with)|kick\s+(?:us\s+)?off|go\s+first"
+GIVES_THE_FLOOR = re.compile(rf"^(?:\w+(?:\s+\w+)?,\s+)?(?:can|could|would)\s+you\s+(?:all\s+|just\s+)?(?:{_THE_FLOOR})\b", re.I)
 # "Can you explain ...?" asks for an answer now, not for work after the meeting.
 ASKS_TO_TALK = re.compile(
     r"^(?:\w+(?:\s+\w+)?,\s+)?(?:can|could|would)\s+you\s+(?:all\s+|guys\s+|both\s+|just\s+|briefly\s+|perhaps\s+)?"
     r"(?:explain|describe|tell|say|answer|set\s+out|clarify|outline|talk|expand|elaborate|comment|give\s+us|confirm|"
+    rf"{_THE_FLOOR}|"
     r"update\s+us|share\s+with\s+us|remind|hear\s+(?:me|us)|see\s+(?:me|us|my|our|the\s+(?:screen|slides?|deck))\b)\b",
     re.I,
 )
+WH_QUESTION = re.compile(r"^(?:what|how|why|when|where|who|which|anything)\b.*\?$", re.I)
 ACTION_ITEM = re.compile(r"\baction\s+item(?:\s+for\s+(?P<name>[A-Z][a-z]+))?", re.I)
 WE_NEED_TO = re.compile(r"(?<!\bdo\s)\bwe\s+need\s+to\s+\w+", re.I)  # not "do we need to ...?"
 # "Elena, write me a one-pager by Friday": an order to someone named, with a deadline.

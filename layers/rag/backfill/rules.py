@@ -61,20 +61,24 @@ from rag.backfill.cues import (
     CLOSED,
     DEADLINE_FIRST,
     FIRST_PERSON_FUTURE,
+    GIVES_THE_FLOOR,
     NAMED_COMMITMENT,
     NOT_DECISION,
     NOT_NAMES,
+    NOT_WORK,
     OFFER,
     OPPORTUNITY,
     OPPORTUNITY_TYPES,
     RATIONALE,
     REQUEST,
+    REQUEST_OF_SOMEONE,
     RISK_CATEGORIES,
     ROLE_COMMITMENT,
     SELF_COMMITMENT,
     VOCATIVE_ORDER,
     VOCATIVE_REQUEST,
     WE_NEED_TO,
+    WH_QUESTION,
 )
 from rag.backfill.due_dates import due_date, names_a_date
 from rag.backfill.models import ItemKind, KnowledgeItem
@@ -164,6 +168,8 @@ def classify_with_model(
         elif kind == "opportunity":
             found.append(Match("opportunity", {"type": keyword_class(core, OPPORTUNITY_TYPES, "general")}))
         elif kind == "task":
+            if _talk_not_work(core):
+                continue
             assignee = _task(core, speaker, people)[0] if len(core.split()) >= 3 else None
             # "I can have them recruited by the 15th", "Let me ask our data team": the speaker's own; "Gareth, could you
             # talk to the airlines?" (which the patterns leave to meeting talk) is Gareth's
@@ -177,8 +183,18 @@ def classify_with_model(
     return found
 
 
+def _talk_not_work(core: str) -> bool:
+    """Talk the classifier may read as a task: asking for an answer now ("Owen, can you take us through the layout?"),
+    asking what ("What about the pilot, anything we need to do before the 15th?"), or only the speaker's own future
+    that is no work ("I'll see you all next Tuesday")."""
+    if GIVES_THE_FLOOR.search(core) or WH_QUESTION.match(core):
+        return True
+    said = len(FIRST_PERSON_FUTURE.findall(core))
+    return said > 0 and said == len(NOT_WORK.findall(core)) and not REQUEST_OF_SOMEONE.search(core)
+
+
 def _task(core: str, speaker: str | None, people: People | None = None) -> tuple[str | None, bool]:
-    if len(core.split()) < 3 or ASKS_TO_TALK.search(core):
+    if len(core.split()) < 3 or ASKS_TO_TALK.search(core) or WH_QUESTION.match(core):
         return None, False
     if SELF_COMMITMENT.search(core):
         return speaker, True
