@@ -492,6 +492,20 @@ def of_project(project: str, labels: Sequence[Label], extracted: Sequence[Extrac
     return [label for label in labels if mine(label.place)], [item for item in extracted if mine(item.place)]
 
 
+def print_details(labels: Sequence[Label], matching: Matching) -> None:
+    """The missed labels, the false positives and what is wrong over time (``--show``)."""
+    print("missed:")
+    for label in labels:
+        if label.id not in matching.pairs:
+            print(f"  {label.id} {label.kind} {label.place.meeting}@{label.place.first}: {label.quote}")
+    print("false positives:")
+    for item in matching.false_positives:
+        print(f"  {item.kind} {item.place.meeting}@{item.place.first}-{item.place.last}: {item.description[:100]}")
+    print("wrong over time:")
+    for line in wrong_over_time(labels, matching):
+        print(f"  {line}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("projects", type=Path, nargs="+", help="folders of meetings, each with labels.jsonl")
@@ -530,16 +544,7 @@ def main() -> int:
         )
         print("\n".join(format_table(report[name])))
         if args.show and name != "all":
-            print("missed:")
-            for label in scope_labels:
-                if label.id not in matching.pairs:
-                    print(f"  {label.id} {label.kind} {label.place.meeting}@{label.place.first}: {label.quote}")
-            print("false positives:")
-            for item in matching.false_positives:
-                print(f"  {item.kind} {item.place.meeting}@{item.place.first}-{item.place.last}: {item.description[:100]}")
-            print("wrong over time:")
-            for line in wrong_over_time(scope_labels, matching):
-                print(f"  {line}")
+            print_details(scope_labels, matching)
     if args.json:
         sys.stdout = sys.__stdout__
         print(json.dumps(report, indent=2))

@@ -143,6 +143,34 @@ def test_a_superseded_decision_is_recognised_when_its_item_is_marked_and_any_lin
     assert "| decisions precision / recall | 1.00 (4/4) / 0.80 (4/5) |" in kq.format_table(figures)
 
 
+def test_cross_validated_folds_hold_out_every_kth_project_and_keep_each_fold_s_items_and_links_apart():
+    cv, kq = import_bench("knowledge_cv"), import_bench("knowledge_quality")
+    projects = [Path(name) for name in ("e", "a", "d", "b", "c")]
+    assert cv.folds_of(projects, 2) == [[Path("a"), Path("c"), Path("e")], [Path("b"), Path("d")]]
+    assert cv.folds_of(projects[:1], 5) == [[Path("e")]]  # no empty fold
+    # two folds' databases both number their rows from 1: renumbered, a link still points to its own fold's item
+    first = [
+        kq.Extracted(1, "decision", kq.Place("a/m.txt", 1, 1), superseded_by=2),
+        kq.Extracted(2, "decision", kq.Place("a/n.txt", 0, 0)),
+    ]
+    second = [
+        kq.Extracted(1, "decision", kq.Place("b/m.txt", 1, 1), superseded_by=2),
+        kq.Extracted(2, "decision", kq.Place("b/n.txt", 0, 0)),
+    ]
+    items = [cv.renumbered(i, 1 * cv.FOLD_IDS) for i in first] + [cv.renumbered(i, 2 * cv.FOLD_IDS) for i in second]
+    assert len({i.id for i in items}) == 4
+    assert [i.superseded_by for i in items] == [1 * cv.FOLD_IDS + 2, None, 2 * cv.FOLD_IDS + 2, None]
+    labels = [
+        kq.Label("a/D1", "decision", kq.Place("a/m.txt", 1, 1), "q", superseded_by="a/D2"),
+        kq.Label("a/D2", "decision", kq.Place("a/n.txt", 0, 0), "q"),
+        kq.Label("b/D1", "decision", kq.Place("b/m.txt", 1, 1), "q", superseded_by="b/D2"),
+        kq.Label("b/D2", "decision", kq.Place("b/n.txt", 0, 0), "q"),
+    ]
+    figures = kq.score(labels, items, kq.match(labels, items))
+    assert "| decisions precision / recall | 1.00 (4/4) / 1.00 (4/4) |" in kq.format_table(figures)
+    assert "| superseded decisions recognised | 2 of 2 |" in kq.format_table(figures)
+
+
 def test_a_link_to_the_successor_said_again_in_its_own_meeting_counts_but_not_in_a_later_one():
     kq = import_bench("knowledge_quality")
     Place, Label, Extracted = kq.Place, kq.Label, kq.Extracted
