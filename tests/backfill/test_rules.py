@@ -253,6 +253,10 @@ def test_an_agreement_opening_a_segment_states_nothing():
         ("Dan will open a separate account by the end of August.", ["task"]),  # Dan's task, not a decision
         # risks: a condition that something does not happen, a dependency that comes late
         ("If Coastal Bank doesn't come back, we're forty thousand short.", ["risk"]),
+        ("If it gets into that circuit we've got a fire, or somebody gets a shock.", ["risk"]),
+        ("If that comes through, he'll walk, and we're back to square one.", ["risk"]),
+        ("If Whitby and Darlington sell like they are, we finish the tour in deficit.", ["risk"]),
+        ("If the south side's the same when they strip it, that's another two and a half thousand.", ["risk"]),
         ("If it isn't fixed by the 17th, the caterer has to carry the food upstairs.", ["risk"]),
         ("At two hundred and eighty, if we sell out, we can't hit the goal.", ["risk"]),
         ("The sandbox won't be ready until the first week of February.", ["risk"]),

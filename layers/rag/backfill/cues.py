@@ -215,7 +215,9 @@ HARM = re.compile(
     r"loses|losing|lost|nobody|no\s+one|[\w-]+\s+short|miss\w*|late|delay\w*|(?:be|are|run|fall)\s+short|over\s+budget|go\s+over|overrun|hole|slip\w*|"
     r"crash\w*|stuck|run\s+out|too\s+(?:late|expensive|much|slow)|paying\s+(?:list|more|extra|twice|full)|pay\s+more|"
     r"penalt\w*|fined|fines|damage\w*|unmasked|exposed|leak\w*|risk\w*|problem\w*|trouble|behind|collapse|harm\w*|"
-    r"suffer\w*|danger\w*|worse|disaster|no\s+(?:way|longer|fallback)|takedowns?|walk\s+away|pull\s+out)\b"
+    r"suffer\w*|danger\w*|worse|disaster|no\s+(?:way|longer|fallback)|takedowns?|walk\s+away|pull\s+out|"
+    # "we've got a fire", "he'll walk", "we finish the tour in deficit", "another two and a half thousand"
+    r"fire|shock|deficit|(?:he|she|they)'ll\s+walk|another\s+[\w\s-]{0,30}(?:thousand|hundred|million|pounds|dollars))\b"
     # "If ours is one of those, no electric buses for the launch": something lost
     r"|^no\s+(?!problem|worries|need|rush|objections?|change|issues?|questions?|doubt)\w+",
     re.I,
