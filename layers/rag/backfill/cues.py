@@ -143,7 +143,15 @@ HEDGED = re.compile(
     r"|n't\b|(?<!,\s)\bnot\b",
     re.I,
 )
+# Pleasantries: "Merry Christmas, everyone", "Luck Thursday, everyone", "Sam, please sleep this week", "I'll bring cake".
+SMALL_TALK = re.compile(
+    r"\b(?:merry\s+christmas|happy\s+(?:new\s+year|holidays|birthday|easter)|(?:good\s+)?luck\s+(?:\w+day|tomorrow|tonight|everyone)|"
+    r"have\s+a\s+(?:good|great|nice|lovely)\s+\w+|please\s+(?:sleep|rest|relax)|bring\s+(?:some\s+)?(?:cake|biscuits|snacks|"
+    r"doughnuts|donuts|pizza|bacon|sweets))\b",
+    re.I,
+)
 NOT_DECISION = _any(
+    SMALL_TALK.pattern,
     r"\b(?:haven't|have\s+not|not\s+yet|didn't|did\s+not)\s+(?:\w+\s+)?(?:decided|agreed)\b",
     # what was decided before, recalled to question it: "I know we decided it, but ..."
     r"\bknow\s+we(?:'ve|\s+have)?\s+(?:decided|agreed)\b",
@@ -297,7 +305,7 @@ ASKS_TO_TALK = re.compile(
     r"^(?:\w+(?:\s+\w+)?,\s+)?(?:can|could|would)\s+you\s+(?:all\s+|guys\s+|both\s+|just\s+|briefly\s+|perhaps\s+)?"
     r"(?:explain|describe|tell|say|answer|set\s+out|clarify|outline|talk|expand|elaborate|comment|give\s+us|confirm|"
     rf"{_THE_FLOOR}|"
-    r"update\s+us|share\s+with\s+us|remind|hear\s+(?:me|us)|see\s+(?:me|us|my|our|the\s+(?:screen|slides?|deck))\b)\b",
+    r"update\s+us|share\s+with\s+us|remind|live\s+with|hear\s+(?:me|us)|see\s+(?:me|us|my|our|the\s+(?:screen|slides?|deck))\b)\b",
     re.I,
 )
 WH_QUESTION = re.compile(r"^(?:what|how|why|when|where|who|which|anything)\b.*\?$", re.I)

@@ -75,6 +75,7 @@ from rag.backfill.cues import (
     RISK_CATEGORIES,
     ROLE_COMMITMENT,
     SELF_COMMITMENT,
+    SMALL_TALK,
     VOCATIVE_ORDER,
     VOCATIVE_REQUEST,
     WE_NEED_TO,
@@ -187,14 +188,14 @@ def _talk_not_work(core: str) -> bool:
     """Talk the classifier may read as a task: asking for an answer now ("Owen, can you take us through the layout?"),
     asking what ("What about the pilot, anything we need to do before the 15th?"), or only the speaker's own future
     that is no work ("I'll see you all next Tuesday")."""
-    if GIVES_THE_FLOOR.search(core) or WH_QUESTION.match(core):
+    if GIVES_THE_FLOOR.search(core) or WH_QUESTION.match(core) or SMALL_TALK.search(core):
         return True
     said = len(FIRST_PERSON_FUTURE.findall(core))
     return said > 0 and said == len(NOT_WORK.findall(core)) and not REQUEST_OF_SOMEONE.search(core)
 
 
 def _task(core: str, speaker: str | None, people: People | None = None) -> tuple[str | None, bool]:
-    if len(core.split()) < 3 or ASKS_TO_TALK.search(core) or WH_QUESTION.match(core):
+    if len(core.split()) < 3 or ASKS_TO_TALK.search(core) or WH_QUESTION.match(core) or SMALL_TALK.search(core):
         return None, False
     if SELF_COMMITMENT.search(core):
         return speaker, True
