@@ -230,6 +230,9 @@ def test_an_agreement_opening_a_segment_states_nothing():
         ("Okay, the night shift joins in phase two.", ["decision"]),  # closing a discussion
         ("Night staff are in the pilot from day one, then.", ["decision"]),
         ("So the Riverside hall it is.", ["decision"]),  # a choice named and closed
+        ("Hendry it is, starting the fourth of January.", ["decision"]),
+        ("So unless anyone objects, we go back to Brook.", ["decision"]),
+        ("If anyone asks, we move on.", []),
         ("Right, that's settled: two sessions, both in the morning.", ["decision"]),
         ("That's the flooding worry gone, then.", []),  # a risk closed, no decision
         ("Then we know how long it is.", []),

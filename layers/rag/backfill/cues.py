@@ -36,6 +36,8 @@ SETTLED_VERBS_ING = (
     r"(?:launching|shipping|moving|keeping|staying|dropping|using|closing|switching|cutting\s+over|going\s+with|"
     r"going\s+for|going\s+back\s+to|sticking\s+with|postponing|cancell?ing|skipping|adopting)"
 )
+# "So unless anyone objects, we go back to Brook.", "If everyone's happy, we're going with the tiered prices."
+UNLESS_OBJECTIONS = r"(?:unless|if)\s+(?:anyone|anybody|nobody|no\s+one|everyone|everybody)(?:'s|\s)[^,]{1,30}"
 DECISION = _any(
     r"\bwe(?:'ve| have)?\s+(?:decided|agreed)\b",
     r"\b(?:let's|let us|we'll|we will|we're going to|we are going to)\s+go\s+(?:with|for)\b",
@@ -47,8 +49,8 @@ DECISION = _any(
     r"^agreed\b",
     # A plan stated as settled, in the present: "We move the launch to May 19", "we're launching on May 5",
     # "we stay on the C3", "we go back to the old cap" (a verb of choosing or changing a plan, not "we go to lunch").
-    rf"^(?:(?:then|so|and|but|yeah|ok(?:ay)?|right|fine|with\s+[^,]{{1,60}}),?\s+)*we\s+(?:(?:now|just|all|simply)\s+)?(?:{SETTLED_VERBS})\b",
-    rf"^(?:(?:then|so|and|but|yeah|ok(?:ay)?|right|fine|with\s+[^,]{{1,60}}),?\s+)*we're\s+(?:{SETTLED_VERBS_ING})\b",
+    rf"^(?:(?:then|so|and|but|yeah|ok(?:ay)?|right|fine|with\s+[^,]{{1,60}}|{UNLESS_OBJECTIONS}),?\s+)*we\s+(?:(?:now|just|all|simply)\s+)?(?:{SETTLED_VERBS})\b",
+    rf"^(?:(?:then|so|and|but|yeah|ok(?:ay)?|right|fine|with\s+[^,]{{1,60}}|{UNLESS_OBJECTIONS}),?\s+)*we're\s+(?:{SETTLED_VERBS_ING})\b",
     # ... and the same after a reason: "Retail wants it before May, so we're launching on May 5"
     rf"[,;:]\s+(?:so|then)\s+we\s+(?:{SETTLED_VERBS})\b|[,;:]\s+(?:so|then)\s+we're\s+(?:{SETTLED_VERBS_ING})\b",
     # A constraint or outcome stated as fixed: "overtime is capped at $1.2 million", "the budget is adopted",
@@ -115,7 +117,8 @@ CONCLUDES = re.compile(r",\s+then[.!]?$", re.I)
 # "It sounds worse than it is.", "Let's make sure it is.", "a forward contract or whatever it is."
 NAMED_CHOICE = _any(
     r"^(?:(?:so|okay|ok|right|then|fine|good),?\s+)*"
-    r"(?!.*\b(?:how|what|where|who|which|whatever|know|see|sure|than|as|if|there)\b)[\w' -]{2,40}\s+it\s+is[.!]?$",
+    r"(?!.*\b(?:how|what|where|who|which|whatever|know|see|sure|than|as|if|there)\b)[\w' -]{2,40}\s+it\s+is"
+    r"(?:[.!]?$|,\s+(?:starting|from|on|with|for)\b)",  # "Hendry it is, starting the fourth of January."
     r"\b(?:that's|that\s+is|it's)\s+(?:all\s+)?settled\b",
 )
 # A sentence accepting what was just proposed ("Good, then that's how we do it.", "Then let's do it.", "It costs us
