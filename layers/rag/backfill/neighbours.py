@@ -14,11 +14,10 @@ from rag.backfill.cues import (
     DEADLINE_FIRST,
     DELIVERY,
     MITIGATION,
-    REQUEST_OF_SOMEONE,
-    SELF_COMMITMENT,
     TAG_QUESTION,
 )
 from rag.backfill.due_dates import due_date
+from rag.backfill.task_cues import REQUEST_OF_SOMEONE, SELF_COMMITMENT
 from rag.backfill.text import clean, clip
 from rag.backfill.units import Unit
 from rag.people import People

@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 
-from rag.backfill import cues
+from rag.backfill import task_cues
 from rag.backfill.models import ItemKind
 
 # --- which titles name which kind --------------------------------------------------------
@@ -94,7 +94,7 @@ EMPHASIS = re.compile(r"\*\*|__|~~|`|(?<!\w)[*_](?=\S)|(?<=\S)[*_](?!\w)")
 
 # Who a line names as its owner: a capitalized name of up to three words, not a word of the notes' own vocabulary.
 NAME = r"[A-Z][\w'’.-]*(?:\s+[A-Z][\w'’.-]*){0,2}"
-NOT_OWNERS = cues.NOT_NAMES | {
+NOT_OWNERS = task_cues.NOT_NAMES | {
     "All", "Team", "Everybody", "TBD", "TBC", "Note", "Notes", "Owner", "Due", "Status", "Update", "Done", "Todo",
     "Action", "Decision", "Risk", "Next", "Follow", "Please", "Need", "Ask", "Check", "Send", "Review", "Make",
     "Get", "Set", "Add", "Fix", "Write", "Draft", "Schedule", "Book", "Confirm", "Share", "Prepare",

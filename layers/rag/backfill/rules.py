@@ -54,37 +54,39 @@ from typing import Any
 
 from rag.backfill.cues import (
     ACCEPTED,
-    ACTION_ITEM,
     AGREES,
-    ASKS_TO_TALK,
     BARE_MARKER,
     CLOSED,
     DEADLINE_FIRST,
-    FIRST_PERSON_FUTURE,
-    GIVES_THE_FLOOR,
-    NAMED_COMMITMENT,
     NOT_DECISION,
-    NOT_NAMES,
-    NOT_WORK,
-    OFFER,
     OPPORTUNITY,
     OPPORTUNITY_TYPES,
     RATIONALE,
-    REQUEST,
-    REQUEST_OF_SOMEONE,
     RISK_CATEGORIES,
-    ROLE_COMMITMENT,
-    SELF_COMMITMENT,
     SMALL_TALK,
-    VOCATIVE_ORDER,
-    VOCATIVE_REQUEST,
-    WE_NEED_TO,
-    WH_QUESTION,
 )
 from rag.backfill.due_dates import due_date, names_a_date
 from rag.backfill.models import ItemKind, KnowledgeItem
 from rag.backfill.neighbours import DATE_ONLY_WORDS, agreed_proposal, follows_in_turn, mitigation, task_with_answer
 from rag.backfill.statements import leader_concludes, states_a_decision, states_a_risk
+from rag.backfill.task_cues import (
+    ACTION_ITEM,
+    ASKS_TO_TALK,
+    FIRST_PERSON_FUTURE,
+    GIVES_THE_FLOOR,
+    NAMED_COMMITMENT,
+    NOT_NAMES,
+    NOT_WORK,
+    OFFER,
+    REQUEST,
+    REQUEST_OF_SOMEONE,
+    ROLE_COMMITMENT,
+    SELF_COMMITMENT,
+    VOCATIVE_ORDER,
+    VOCATIVE_REQUEST,
+    WE_NEED_TO,
+    WH_QUESTION,
+)
 from rag.backfill.text import clean, clip
 from rag.backfill.units import Unit
 from rag.people import People
