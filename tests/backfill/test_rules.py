@@ -233,6 +233,10 @@ def test_an_agreement_opening_a_segment_states_nothing():
         ("Hendry it is, starting the fourth of January.", ["decision"]),
         ("So unless anyone objects, we go back to Brook.", ["decision"]),
         ("If anyone asks, we move on.", []),
+        ("Let's say the timetable consultation runs for six weeks.", ["decision"]),  # a plan with its amount
+        ("Let's say we had ten more crews.", []),  # a supposition
+        ("For now we keep the nightly batch.", ["decision"]),
+        ("Let's just drop Android 8 for now.", ["decision"]),
         ("Right, that's settled: two sessions, both in the morning.", ["decision"]),
         ("That's the flooding worry gone, then.", []),  # a risk closed, no decision
         ("Then we know how long it is.", []),

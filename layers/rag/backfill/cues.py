@@ -44,12 +44,15 @@ DECISION = _any(
     r"\bwe(?:'re| are)\s+going\s+with\b",
     r"\b(?:the\s+)?(?:final\s+)?decision\s+is\b",
     r"\bsettled\s+on\b",
-    rf"(?:^|[,;:]\s+|\bthen\s+)let's\s+(?:{LETS_SETTLE})\b",
+    rf"(?:^|[,;:]\s+|\bthen\s+)let's\s+(?:just\s+|all\s+)?(?:{LETS_SETTLE})\b",
+    # "Let's say the timetable consultation runs for six weeks." (not "let's say we had ...")
+    r"^let's\s+say\s+(?:the|our)\s+[^,]{3,80}?(?:\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|twelve|"
+    r"fifteen|twenty|thirty|forty|fifty|hundred|thousand)\b)",
     rf"^(?:(?:then|so|and|but|yeah|ok(?:ay)?|right|fine),?\s+)*we(?:'ll|\s+will)\s+(?:(?:just|all|simply|now)\s+)?(?:{SETTLED_VERBS_FUTURE})\b",
     r"^agreed\b",
     # A plan stated as settled, in the present: "We move the launch to May 19", "we're launching on May 5",
     # "we stay on the C3", "we go back to the old cap" (a verb of choosing or changing a plan, not "we go to lunch").
-    rf"^(?:(?:then|so|and|but|yeah|ok(?:ay)?|right|fine|with\s+[^,]{{1,60}}|{UNLESS_OBJECTIONS}),?\s+)*we\s+(?:(?:now|just|all|simply)\s+)?(?:{SETTLED_VERBS})\b",
+    rf"^(?:(?:then|so|and|but|yeah|ok(?:ay)?|right|fine|for\s+now|with\s+[^,]{{1,60}}|{UNLESS_OBJECTIONS}),?\s+)*we\s+(?:(?:now|just|all|simply)\s+)?(?:{SETTLED_VERBS})\b",
     rf"^(?:(?:then|so|and|but|yeah|ok(?:ay)?|right|fine|with\s+[^,]{{1,60}}|{UNLESS_OBJECTIONS}),?\s+)*we're\s+(?:{SETTLED_VERBS_ING})\b",
     # ... and the same after a reason: "Retail wants it before May, so we're launching on May 5"
     rf"[,;:]\s+(?:so|then)\s+we\s+(?:{SETTLED_VERBS})\b|[,;:]\s+(?:so|then)\s+we're\s+(?:{SETTLED_VERBS_ING})\b",
