@@ -82,6 +82,7 @@ def decision_subject(decision: TimedItem, names: frozenset[str]) -> TimedItem:
 
 # A capitalised word inside a sentence (not the first word): a name ("with Urbanvolt", "to Arcway Mechanical").
 _INNER_CAPITALISED = re.compile(r"(?<![.!?:;]\s)(?<=\s)[A-Z][\w-]*")
+_DAY_NAMES = MONTHS | WEEKDAYS  # capitalised, but no choice
 
 
 def _proper_names(description: str, words: frozenset[str]) -> frozenset[str]:
@@ -91,7 +92,7 @@ def _proper_names(description: str, words: frozenset[str]) -> frozenset[str]:
         w
         for w in words
         if not w.startswith("#")
-        and w not in MONTHS | WEEKDAYS
+        and w not in _DAY_NAMES
         and any(token.startswith(w) or token.startswith(w[:-1] + "y") for token in said)
     )
 

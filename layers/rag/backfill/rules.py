@@ -190,14 +190,19 @@ def _talk_not_work(core: str) -> bool:
     """Talk the classifier may read as a task: asking for an answer now ("Owen, can you take us through the layout?"),
     asking what ("What about the pilot, anything we need to do before the 15th?"), or only the speaker's own future
     that is no work ("I'll see you all next Tuesday")."""
-    if GIVES_THE_FLOOR.search(core) or WH_QUESTION.match(core) or SMALL_TALK.search(core):
+    if GIVES_THE_FLOOR.search(core) or _asks_or_chats(core):
         return True
     said = len(FIRST_PERSON_FUTURE.findall(core))
     return said > 0 and said == len(NOT_WORK.findall(core)) and not REQUEST_OF_SOMEONE.search(core)
 
 
+def _asks_or_chats(core: str) -> bool:
+    """A wh-question or pleasantries: no task, whoever reads one."""
+    return WH_QUESTION.match(core) is not None or SMALL_TALK.search(core) is not None
+
+
 def _task(core: str, speaker: str | None, people: People | None = None) -> tuple[str | None, bool]:
-    if len(core.split()) < 3 or ASKS_TO_TALK.search(core) or WH_QUESTION.match(core) or SMALL_TALK.search(core):
+    if len(core.split()) < 3 or ASKS_TO_TALK.search(core) or _asks_or_chats(core):
         return None, False
     if SELF_COMMITMENT.search(core):
         return speaker, True
