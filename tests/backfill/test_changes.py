@@ -98,6 +98,12 @@ def changes_of(text: str, speaker: str | None = "Lena Vogel") -> list[tuple[str,
         ("Yes, drop it, no point now it's all sterling.", [("cancelled", None)]),
         ("No, that's off.", [("cancelled", None)]),
         ("I'll tell them we won't need it.", [("cancelled", None)]),
+        ("All eight, they're on the shared drive.", [("done", None)]),
+        ("Seven minutes out. It went in at the first preview.", [("done", None)]),
+        ("The Awards for All application went off on the twenty-ninth.", [("done", None)]),
+        ("Gareth, you can forget the written quote from Col.", [("cancelled", None)]),
+        ("No point printing the flat-fare artwork now.", [("cancelled", None)]),
+        ("Gwen will tell Ironbridge to stop costing the second set.", [("cancelled", None)]),
     ],
 )
 def test_a_change_statement_and_its_new_value(text, expected):
@@ -132,6 +138,11 @@ def test_a_change_statement_and_its_new_value(text, expected):
         "I found that hard.",
         "He's out this week.",
         "Is it in the shared drive?",
+        # nobody free, no work done; not done yet
+        "The problem is they've told me their Japanese and Korean teams are booked solid through November.",
+        "I'm sorry, the supplier's whole fleet is booked for July, there's no quote worth having.",
+        "Our translator is booked until September.",
+        "So before I'd even sent the item list, their legal came back on the 9th with new terms.",
     ],
 )
 def test_plans_questions_and_negations_change_nothing(text):

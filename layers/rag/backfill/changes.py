@@ -8,9 +8,10 @@ matches no earlier item changes nothing.
 - done: a completion said in the past or present ("I sent it Friday", "the BOM went out last
   Thursday", "the lab slot is booked", "the runbook is finished", "the draft went round on the 14th", "I sent the
   spec on the 14th, did everyone get it?"), never a plan ("I'll send",
-  "we need to book", "if it comes back"), a question or a negation ("not done yet") said before it;
+  "we need to book", "if it comes back"), a question or a negation ("not done yet", "before I'd even sent it") said
+  before it, nor someone booked up ("their teams are booked solid through November");
 - cancelled: "cancel", "call off", "scrap", "no longer need", "not needed any more", "stop work on", "let's drop
-  it", "I never placed the order";
+  it", "I never placed the order", "you can forget the quote", "no point printing it now", "tell them to stop";
 - reassigned: "<Name>, could you take over ...", "<Name> will take it over", "hand it over to
   <Name>", "<Name> owns that now"; the new owner in the project's one form for that person;
 - rescheduled: "push / move / slip ... to <date>", "now due <date>", "Can I have until the 14th?", "by the 13th,
@@ -73,7 +74,9 @@ NOT_COMPLETIONS = (
     r"rescheduled|used|liked|seemed|happened|called|raised|flagged|suggested|proposed|promised|offered|assumed|"
     r"explained|checked\s+whether|warned|complained|missed|failed|forgot|lost)"
 )
-NEGATED = _any(r"\b(?:not|never)\b", r"n't\b")
+NEGATED = _any(
+    r"\b(?:not|never)\b", r"n't\b", r"\bbefore\s+(?:I|we|you|he|she|they)(?:'d|\s+had)?\s+even\b"
+)  # "before I'd even sent it"
 DONE = _any(
     r"\b(?:is|are|was|were|'s|got|been|all)\s+(?:now\s+)?(?:done|finished|complete|completed|sorted|wrapped\s+up)\b",
     # A bare past participle reports a completion ("Retail confirmed", "credit agreement signed"), unless a
@@ -84,13 +87,13 @@ DONE = _any(
     r"\bwent\s+(?:fine|well|smoothly|through|live|ok(?:ay)?|round|around)\b",  # "the draft went round on the 14th"
     r"\b(?:I|we|they|he|she)\s+(?:just\s+|already\s+|finally\s+)?(?:finished|completed|sent|shipped|submitted|published|"
     r"booked|signed|filed|posted|uploaded|delivered|merged|deployed|released|wrapped\s+up|got\s+(?:it|them|the)\b)",
-    r"\bwent\s+out\b",  # not "it goes out to tender": what will happen
+    r"\bwent\s+(?:out|in)\b(?!\s+to\b)",  # not "it goes out to tender": what will happen; "it went in at the preview"
     r"\b(?:turned|showed)\s+up\b",  # "the contract turned up in the archive": found
     r"\b(?:I|we|he|she|they)\s+(?:finally\s+)?(?:found|tracked\s+down)\s+(?:the|it|them|their|our|his|her)\b",
     r"\b(?:I|we)\s+got\s+(?:[A-Z][\w-]+|them|him|her)\s+to\s+\w+",  # "I got Halden to give a firm date"
     r"\braised\s+(?:the|a|an)\s+(?:purchase\s+order|PO|invoice|ticket)\b",
     # "my model's up on the shared drive", "the write-up's in the shared folder", "the cost code's live"
-    r"(?:'s|\bis|\bare)\s+(?:now\s+)?(?:up\s+on|in|on)\s+(?:the\s+)?(?:shared\s+)?(?:drive|folder|portal|wiki|site)\b",
+    r"(?:'s|'re|\bis|\bare)\s+(?:now\s+)?(?:up\s+on|in|on)\s+(?:the\s+)?(?:shared\s+)?(?:drive|folder|portal|wiki|site)\b",
     r"'s\s+(?:now\s+)?live\b",
     r"\bcame\s+(?:back|in|through)\b",
     r"\b(?:is|are|was|were|has\s+been|have\s+been|'s\s+been)\s+(?:now\s+)?(?:sent|shipped|submitted|published|booked|signed|filed|"
@@ -100,7 +103,7 @@ DONE = _any(
     r"^\[[xX]\]",  # a ticked checkbox in notes
     # A report in the past tense, with when it happened: "I profiled the harbour on the 8th", "Kevin reached
     # Marco on July 30", "the fix went in on the 19th", "it arrived Thursday", "opened on August 27th".
-    rf"(?:^|\b(?:I|we|he|she|they|it|[A-Z][a-z]+)\s+)(?!{NOT_COMPLETIONS}\b)(?:\w+ed|built|ran|reran|sent|made|wrote|did|put|took|went\s+(?:in|to|out)|"
+    rf"(?:^|\b(?:I|we|he|she|they|it|[A-Z][a-z]+)\s+)(?!{NOT_COMPLETIONS}\b)(?:\w+ed|built|ran|reran|sent|made|wrote|did|put|took|went\s+(?:in|to|out|off)|"
     rf"came|began|bought|found|gave|met|spoke|brought|held|paid|sold|won|got|had(?!\s+(?:a|an|no|to)\b)|laid|rang|told|left|set\s+up|went\s+up|heard\s+back|(?:was|were)\s+in)\b.{{0,80}}?{PAST_TIME}",
     # The present perfect reports a completion: "Aisha has built the templates", "I've got forty-three volunteers".
     rf"\b(?:has|have|'ve)\s+(?:now\s+|already\s+|just\s+|finally\s+)?(?!{NOT_COMPLETIONS}\b)(?:\w+ed|built|done|sent|made|written|got|gotten|put|set\s+up|"
@@ -117,7 +120,16 @@ CANCELLED = _any(
     r"\bwe'll\s+leave\s+it\b", r"\b(?:can|could)\s+be\s+dropped\b", r"\bdon't\s+bother\s+with\b",
     r"^(?:(?:yes|yeah|ok|okay|fine|right|so),?\s+)?drop\s+(?:it|that|this)\b", r"\bthat's\s+off\b(?!\s+\w+\s+(?:list|plate)\b)",
     r"\bwe\s+won't\s+need\s+(?:it|them|that|this)\b",
+    r"\b(?:you|we)\s+can\s+forget\s+(?:about\s+)?(?:the|it|that|this)\b", r"\bno\s+point\s+(?:in\s+)?\w+ing\b",
+    r"\b(?:tell|told|asked|ask)\s+(?:\w+\s+){1,2}to\s+stop\b",  # "I've told art to stop", "tell Ironbridge to stop costing it"
 )  # fmt: skip
+# Nobody free, no work done: "their teams are booked solid through November", "our translator is booked until
+# September", "the fleet is booked for July".
+UNAVAILABLE = re.compile(
+    r"\bbooked\s+(?:solid|up\b|out\b|until|till|through|for\s+(?:the\s+)?(?:whole|rest|entire|weeks|months|"
+    r"january|february|march|april|may|june|july|august|september|october|november|december))|\bfully\s+booked\b",
+    re.I,
+)
 # "That's off my list" after "I sent it Monday" is done; said alone, the task was dropped.
 DROPPED = re.compile(r"\boff\s+(?:my|the|our|his|her|their)\s+(?:list|plate)\b", re.I)
 REASSIGNED = re.compile(
@@ -240,8 +252,9 @@ def _changes_of(core: str, meeting_date: date | None, people: People, speaker: s
         return changes
     if CLOSED.search(core):
         changes.append(("closed", None))
-    done = DONE.search(core)
-    if done and (_before(PLAN, core, done) or _before(NEGATED, core, done)):
+    reported = UNAVAILABLE.sub("unavailable", core)
+    done = DONE.search(reported)
+    if done and (_before(PLAN, reported, done) or _before(NEGATED, reported, done)):
         done = None
     if CANCELLED.search(core) or (DROPPED.search(core) and not done):
         changes.append(("cancelled", None))
