@@ -518,9 +518,23 @@ def test_a_request_the_classifier_reads_as_a_task_is_the_named_person_s():
         "Helen, can you live with that?",  # asks for agreement now
         "Sam, please sleep this week.",  # pleasantries
         "Luck Thursday, everyone.",
+        "I'll stand behind the Land Rover.",  # where the speaker will be, not work
+        "I'll spare you till the end.",
+        "I'll warn you now, that'll be the loudest bit of the consultation.",
+        "Please don't let it slip again, Olivia said that's where things stall.",
     ],
 )
 def test_talk_the_classifier_may_read_as_a_task_is_none(text):
     units = _turns((0, "Helen Marsh", "Good, that's the list."), (1, "Owen Pryce", text))
     people = People.of(["Helen Marsh", "Owen Pryce", "Sam Okafor"])
     assert [i.kind for i in extract_by_rules(units, None, date(2027, 2, 9), people) if i.kind in ("task", "decision")] == []
+
+
+def test_standing_up_or_sitting_down_with_someone_is_work():
+    units = _turns(
+        (0, "Owen Pryce", "I'll stand up a staging tenant in eu-north-1, give me two weeks."),
+        (1, "Helen Marsh", "And I'll sit down with Sam on the budget this week."),
+    )
+    people = People.of(["Helen Marsh", "Owen Pryce", "Sam Okafor"])
+    tasks = [i for i in extract_by_rules(units, None, date(2027, 2, 9), people) if i.kind == "task"]
+    assert [t.fields["assignee"] for t in tasks] == ["Owen Pryce", "Helen Marsh"]

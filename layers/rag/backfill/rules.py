@@ -202,7 +202,7 @@ def _asks_or_chats(core: str) -> bool:
 
 
 def _task(core: str, speaker: str | None, people: People | None = None) -> tuple[str | None, bool]:
-    if len(core.split()) < 3 or ASKS_TO_TALK.search(core) or _asks_or_chats(core):
+    if len(core.split()) < 3 or ASKS_TO_TALK.search(core) or _talk_not_work(core):
         return None, False
     if SELF_COMMITMENT.search(core):
         return speaker, True

@@ -23,7 +23,7 @@ SELF_COMMITMENT = re.compile(rf"{_I_WILL}(?!(?:{MEETING_VERBS})\b)\w+", re.I)
 # want that in writing", "I'll be out for two weeks".
 NOT_WORK = re.compile(
     rf"{_I_WILL}(?:be\s+(?:out|away|off|honest|brief|quick)|see\s+you|need(?!\s+to)|want|stop|say|admit|bet|guess|"
-    r"think|believe|spare|stand|sit)\b",
+    r"think|believe|spare|stand(?!\s+up\b)|sit(?!\s+down\b)|warn\s+you\s+now)\b",
     re.I,
 )
 # The speaker's own future, whatever the verb ("I'll go through their accounts ..."): the owner of what the classifier
@@ -50,7 +50,7 @@ VOCATIVE_REQUEST = re.compile(r"^(?P<name>[A-Z][a-z]+(?:\s+[A-Z][a-z]+)?),\s+(?:
 REQUEST = re.compile(
     r"(?:^(?:please|can\s+you|could\s+you|would\s+you)|[,;:]\s+(?:(?:so|and|but|then)\s+)?please)\s+"
     r"(?!(?:like|mind|note|wait|direct|slow|make\s+sure|be\s+(?:brief|aware|seated)|feel\s+free|go\s+ahead|continue|"
-    r"proceed)\b)\w+",
+    r"proceed|don't\s+(?:let|worry|panic))\b)\w+",
     re.I,
 )
 # Giving someone the floor: "Owen, can you take us through the layout first?"
