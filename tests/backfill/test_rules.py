@@ -538,3 +538,22 @@ def test_standing_up_or_sitting_down_with_someone_is_work():
     people = People.of(["Helen Marsh", "Owen Pryce", "Sam Okafor"])
     tasks = [i for i in extract_by_rules(units, None, date(2027, 2, 9), people) if i.kind == "task"]
     assert [t.fields["assignee"] for t in tasks] == ["Owen Pryce", "Helen Marsh"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Noted, that's a risk.",  # talk about a risk said before, by whoever reads it
+        "That risk stays open.",
+        "Here's my worry.",
+        "It lowers the risk.",
+        "Let's park the process, but it goes on the risk list.",
+    ],
+)
+def test_talk_about_a_risk_is_no_risk_of_its_own(text):
+    units = _turns((0, "Helen Marsh", "If the crane is late, the roof slips a month."), (1, "Owen Pryce", text))
+    people = People.of(["Helen Marsh", "Owen Pryce"])
+    found = extract_by_rules(units, None, date(2027, 2, 9), people)
+    assert [(i.kind, i.description) for i in found if i.kind == "risk"] == [
+        ("risk", "If the crane is late, the roof slips a month.")
+    ]

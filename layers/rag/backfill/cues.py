@@ -250,6 +250,13 @@ NOT_RISK = _any(
     r"\bconcerns?\s+(?:of|for)\s+(?:the\s+)?(?:my|our|his|her|their|so|many|all|people|member|colleague)",
     r"\b(?:share|shares|understand|appreciate|thank\w*)\b.{0,40}\bconcerns?\b|\bconcerned\s+for\b",
     r"\b(?:don't|do\s+not|not\s+to|won't)\s+worry\b|\bworry\s+about\s+(?:that|it|this)\s+later\b",
+    # talk about a risk said before, not one of its own: "Noted, that's a risk.", "Here's my worry.", "That risk stays
+    # open.", "It lowers the risk.", "it goes on the risk list"
+    r"^(?:(?:noted|okay|ok|right|yes|yeah|so|and|but|well),?\s+)*(?:that's|that\s+is|this\s+is|it's|here's|there's)\s+"
+    r"(?:a|the|my|our|another|one)\s+(?:real\s+|big\s+|other\s+)?(?:risk|worry|concern)(?:\s+too|\s+as\s+well)?[.!]?$",
+    r"^(?:that|this|the\s+\w+)\s+(?:risk|worry|concern)\s+(?:stays|remains|is\s+still)\s+open\b",
+    r"\b(?:lowers|reduces|cuts)\s+(?:the|that)\s+risk\b",
+    r"\b(?:on|off)\s+(?:the|our)\s+risk\s+(?:list|register|log)\b",
 )
 OPPORTUNITY = _any(
     r"\bopportunit(?:y|ies)\b", r"\bwe\s+could\s+also\b", r"\bpotential\s+to\b", r"\bthere(?:'s|\s+is)\s+potential\b",

@@ -59,6 +59,7 @@ from rag.backfill.cues import (
     CLOSED,
     DEADLINE_FIRST,
     NOT_DECISION,
+    NOT_RISK,
     OPPORTUNITY,
     OPPORTUNITY_TYPES,
     RATIONALE,
@@ -167,6 +168,8 @@ def classify_with_model(
             why = RATIONALE.search(core)
             found.append(Match("decision", {"status": "agreed", "rationale": why["why"].rstrip(".") if why else None}))
         elif kind == "risk":
+            if NOT_RISK.search(core):  # "Noted, that's a risk.", "Don't worry about the van."
+                continue
             found.append(Match("risk", {"category": keyword_class(core, RISK_CATEGORIES, "general")}))
         elif kind == "opportunity":
             found.append(Match("opportunity", {"type": keyword_class(core, OPPORTUNITY_TYPES, "general")}))
