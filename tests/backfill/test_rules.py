@@ -522,9 +522,13 @@ def test_a_request_the_classifier_reads_as_a_task_is_the_named_person_s():
         "I'll spare you till the end.",
         "I'll warn you now, that'll be the loudest bit of the consultation.",
         "Please don't let it slip again, Olivia said that's where things stall.",
+        "Honestly, let's drop it.",  # work called off: a change to a task, not a decision
+        "I'd say we drop it this year.",
+        "That one's off the list, then.",
+        "No point printing the flat-fare artwork now.",
     ],
 )
-def test_talk_the_classifier_may_read_as_a_task_is_none(text):
+def test_talk_the_classifier_may_read_as_a_task_or_a_decision_is_none(text):
     units = _turns((0, "Helen Marsh", "Good, that's the list."), (1, "Owen Pryce", text))
     people = People.of(["Helen Marsh", "Owen Pryce", "Sam Okafor"])
     assert [i.kind for i in extract_by_rules(units, None, date(2027, 2, 9), people) if i.kind in ("task", "decision")] == []

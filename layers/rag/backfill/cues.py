@@ -164,6 +164,9 @@ NOT_DECISION = _any(
     # the call itself: "Fiona's camera is frozen"
     r"\b(?:camera|screen|video|picture|audio|mic|microphone)(?:'s|\s+is|\s+are)\s+(?:\w+\s+)?(?:frozen|stuck|off)\b",
     r"\blet's\s+not\b",
+    # work called off, which a later meeting's change names: "Honestly, let's drop it.", "That one's off the list."
+    r"\b(?:drop(?:ping)?|cancel(?:led|ling)?|forget(?:\s+about)?)\s+(?:it|that|this)\b|\boff\s+(?:the|my|our)\s+list\b|"
+    r"\bcan\s+be\s+dropped\b|\bno\s+point\s+\w+ing\b",
     # watching is not deciding: "let's keep an eye on that one", "let's keep it in mind"
     r"\bkeep(?:ing)?\s+(?:an\s+eye|track|(?:it|that|this)\s+in\s+mind|\w+ing\b)",
     # ... nor is keeping something open: "let's keep that one open", "we'll keep it on the risk list"
