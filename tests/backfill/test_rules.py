@@ -526,6 +526,8 @@ def test_a_request_the_classifier_reads_as_a_task_is_the_named_person_s():
         "I'd say we drop it this year.",
         "That one's off the list, then.",
         "No point printing the flat-fare artwork now.",
+        "Let's get it in early.",  # what "let's" does to what was just said names nothing decided
+        "Let's keep that one for later.",
     ],
 )
 def test_talk_the_classifier_may_read_as_a_task_or_a_decision_is_none(text):

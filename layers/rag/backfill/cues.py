@@ -167,6 +167,8 @@ NOT_DECISION = _any(
     # work called off, which a later meeting's change names: "Honestly, let's drop it.", "That one's off the list."
     r"\b(?:drop(?:ping)?|cancel(?:led|ling)?|forget(?:\s+about)?)\s+(?:it|that|this)\b|\boff\s+(?:the|my|our)\s+list\b|"
     r"\bcan\s+be\s+dropped\b|\bno\s+point\s+\w+ing\b",
+    # what "let's" does to what was just said names nothing decided: "Let's do it.", "Let's get it in early."
+    r"^(?:\w+,\s+)?let's\s+\w+\s+(?:it|them|that|this)(?:\s+one)?(?:\s+\w+){0,2}[.!]?$",
     # watching is not deciding: "let's keep an eye on that one", "let's keep it in mind"
     r"\bkeep(?:ing)?\s+(?:an\s+eye|track|(?:it|that|this)\s+in\s+mind|\w+ing\b)",
     # ... nor is keeping something open: "let's keep that one open", "we'll keep it on the risk list"
