@@ -280,6 +280,15 @@ def test_an_agreement_opening_a_segment_states_nothing():
         ("Honestly, that's a defamation claim waiting to happen.", ["risk"]),
         ("And if downloads average under five thousand, they can walk away.", ["risk"]),
         ("People have seen the sandbox and they're much less worried.", []),
+        # a condition said without its comma; jammed, no second go
+        ("If he withdraws his consent we lose the spine of act three.", ["risk"]),
+        ("If the archive fees come in high we go over, and there's no contingency left.", ["risk"]),
+        ("If the salt gets wet it cakes, and then it jams the spreaders.", ["risk"]),
+        ("If the festival projects it and the blacks are crushed, we don't get a second go.", ["risk"]),
+        ("If we do it we can save money.", []),
+        # talk about a risk said before
+        ("That's still a worry then, keep us posted on it.", []),
+        ("Let's note Dave's worry about bid numbers.", []),
     ],
 )
 def test_plans_said_plainly_and_risks_said_as_conditions(text, kinds):
@@ -528,6 +537,9 @@ def test_a_request_the_classifier_reads_as_a_task_is_the_named_person_s():
         "No point printing the flat-fare artwork now.",
         "Let's get it in early.",  # what "let's" does to what was just said names nothing decided
         "Let's keep that one for later.",
+        "I'll live with it.",
+        "I'll take that back then.",
+        "I don't want to lock on something I'll regret.",
     ],
 )
 def test_talk_the_classifier_may_read_as_a_task_or_a_decision_is_none(text):

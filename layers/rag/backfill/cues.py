@@ -212,6 +212,11 @@ CONDITIONAL_RISK = re.compile(
     r"(?P<if>[^,]{3,160}),\s*(?P<then>.+)$",
     re.I,
 )
+# ... said without the comma, the consequence opening with who suffers it: "If he withdraws his consent we lose the
+# spine of act three" (only its harm makes it a risk)
+BARE_CONDITIONAL_RISK = re.compile(
+    r"^(?:\w+,?\s+){0,2}?(?:if|unless)\s+(?!you\b)(?P<if>[^,]{3,120}?)\s+(?P<then>(?:we|they|it|he|she)\b.+)$", re.I
+)
 # A condition that something does not happen, then any consequence: "If Coastal Bank doesn't come back, we're
 # forty thousand short", "if it isn't fixed by the 17th, Saltgrass has to carry the food upstairs"; not a plan for
 # it ("if it doesn't arrive, we'll use the old one" is what to do) nor the chair's "if there are no objections".
@@ -236,7 +241,7 @@ HARM = re.compile(
     r"penalt\w*|fined|fines|damage\w*|unmasked|exposed|leak\w*|risk\w*|problem\w*|trouble|behind|collapse|harm\w*|"
     r"suffer\w*|danger\w*|worse|disaster|no\s+(?:way|longer|fallback)|takedowns?|walk\s+away|pull\s+out|"
     # "we've got a fire", "he'll walk", "we finish the tour in deficit", "another two and a half thousand"
-    r"fire|shock|deficit|(?:he|she|they)'ll\s+walk|another\s+[\w\s-]{0,30}(?:thousand|hundred|million|pounds|dollars))\b"
+    r"fire|shock|deficit|jam|jams|jammed|(?:don't|doesn't|won't)\s+get|(?:he|she|they)'ll\s+walk|another\s+[\w\s-]{0,30}(?:thousand|hundred|million|pounds|dollars))\b"
     # "If ours is one of those, no electric buses for the launch": something lost
     r"|^no\s+(?!problem|worries|need|rush|objections?|change|issues?|questions?|doubt)\w+",
     re.I,
@@ -258,7 +263,9 @@ NOT_RISK = _any(
     # talk about a risk said before, not one of its own: "Noted, that's a risk.", "Here's my worry.", "That risk stays
     # open.", "It lowers the risk.", "it goes on the risk list"
     r"^(?:(?:noted|okay|ok|right|yes|yeah|so|and|but|well),?\s+)*(?:that's|that\s+is|this\s+is|it's|here's|there's)\s+"
-    r"(?:a|the|my|our|another|one)\s+(?:real\s+|big\s+|other\s+)?(?:risk|worry|concern)(?:\s+too|\s+as\s+well)?[.!]?$",
+    r"(?:still\s+)?(?:a|the|my|our|another|one)\s+(?:real\s+|big\s+|other\s+)?(?:risk|worry|concern)(?:\s+\w+){0,3}?"
+    r"(?:,\s+then)?(?:[.!]?$|,\s+(?:keep|let's|so)\b)",
+    r"\b(?:let's|we'll|I'll)\s+note\s+(?:\w+'s\s+|the\s+|that\s+)?(?:risk|worry|concern)\b",
     r"^(?:that|this|the\s+\w+)\s+(?:risk|worry|concern)\s+(?:stays|remains|is\s+still)\s+open\b",
     r"\b(?:lowers|reduces|cuts)\s+(?:the|that)\s+risk\b",
     r"\b(?:on|off)\s+(?:the|our)\s+risk\s+(?:list|register|log)\b",

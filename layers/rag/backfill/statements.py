@@ -4,6 +4,7 @@ describes the rules and finds the items."""
 from __future__ import annotations
 
 from rag.backfill.cues import (
+    BARE_CONDITIONAL_RISK,
     CLOSED,
     CLOSING_MARKER,
     CONCLUDES,
@@ -75,6 +76,8 @@ def states_a_risk(core: str) -> bool:
     and its harm."""
     if CLOSED.search(core):  # "so I'm calling the delivery risk closed": a report on a risk, no new one
         return False
+    if (bare := BARE_CONDITIONAL_RISK.search(core)) and HARM.search(bare["then"]):
+        return True
     if conditional := CONDITIONAL_RISK.search(core):
         if HARM.search(conditional["then"]):
             return True

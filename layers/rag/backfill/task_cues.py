@@ -23,7 +23,7 @@ SELF_COMMITMENT = re.compile(rf"{_I_WILL}(?!(?:{MEETING_VERBS})\b)\w+", re.I)
 # want that in writing", "I'll be out for two weeks".
 NOT_WORK = re.compile(
     rf"{_I_WILL}(?:be\s+(?:out|away|off|honest|brief|quick)|see\s+you|need(?!\s+to)|want|stop|say|admit|bet|guess|"
-    r"think|believe|spare|stand(?!\s+up\b)|sit(?!\s+down\b)|warn\s+you\s+now)\b",
+    r"think|believe|spare|stand(?!\s+up\b)|sit(?!\s+down\b)|warn\s+you\s+now|live\s+with|regret|take\s+(?:that|it)\s+back)\b",
     re.I,
 )
 # The speaker's own future, whatever the verb ("I'll go through their accounts ..."): the owner of what the classifier
