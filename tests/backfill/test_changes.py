@@ -104,6 +104,8 @@ def changes_of(text: str, speaker: str | None = "Lena Vogel") -> list[tuple[str,
         ("Gareth, you can forget the written quote from Col.", [("cancelled", None)]),
         ("No point printing the flat-fare artwork now.", [("cancelled", None)]),
         ("Gwen will tell Ironbridge to stop costing the second set.", [("cancelled", None)]),
+        ("I found an ecologist, Ruth Adeyemi at Wold Ecology.", [("done", None)]),
+        ("The dining cards are reprinted with the seven till ten hours, desk briefed on the 17th.", [("done", None)]),
     ],
 )
 def test_a_change_statement_and_its_new_value(text, expected):
@@ -143,6 +145,9 @@ def test_a_change_statement_and_its_new_value(text, expected):
         "I'm sorry, the supplier's whole fleet is booked for July, there's no quote worth having.",
         "Our translator is booked until September.",
         "So before I'd even sent the item list, their legal came back on the 9th with new terms.",
+        "Until the friction test is done, the slippery surface worry stays on the list.",  # not yet
+        "Two of the three are in.",  # not all of it
+        "Six thousand two hundred downloads on Small Plates episode one already.",  # a number, not a past tense
     ],
 )
 def test_plans_questions_and_negations_change_nothing(text):

@@ -8,7 +8,8 @@ matches no earlier item changes nothing.
 - done: a completion said in the past or present ("I sent it Friday", "the BOM went out last
   Thursday", "the lab slot is booked", "the runbook is finished", "the draft went round on the 14th", "I sent the
   spec on the 14th, did everyone get it?"), never a plan ("I'll send",
-  "we need to book", "if it comes back"), a question or a negation ("not done yet", "before I'd even sent it") said
+  "we need to book", "if it comes back", "until the test is done"), a part ("two of the three are in"), a question or a
+  negation ("not done yet", "before I'd even sent it") said
   before it, nor someone booked up ("their teams are booked solid through November");
 - cancelled: "cancel", "call off", "scrap", "no longer need", "not needed any more", "stop work on", "let's drop
   it", "I never placed the order", "you can forget the quote", "no point printing it now", "tell them to stop";
@@ -53,7 +54,9 @@ PLAN = _any(
     r"\b(?:can|could|would)\s+(?:you|we|someone)\b",
     r"^(?:let's|please)\b",
     r"\bif\b",
-    r"\bonce\b",  # "once the road and the yard are done": not yet
+    # "once the road and the yard are done", "until the test is done": not yet ("seven till ten hours" is a time)
+    r"\bonce\b|\b(?:until|till)\b(?!\s+(?:\d|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|noon|midnight)\b)",
+    r"\b(?:one|two|three|four|five|\d+)\s+of\s+the\s+(?:\w+\s+)?(?:two|three|four|five|six|\d+)\b",  # "two of the three are in"
     r"\b(?:agreed|decided)\s+to\b",  # "the group agreed to run a campaign, with a bonus paid by the county": a decision
 )
 # When a past-tense report happened: "on the 19th", "on 28 May", "on Thursday", "Thursday", "yesterday", "last week".
@@ -69,7 +72,7 @@ PAST_TIME = (
 )
 # Past tenses that report talk, thought or a change of plan, not work done.
 NOT_COMPLETIONS = (
-    r"(?:decided|agreed|discussed|talked|mentioned|said|asked|wondered|noticed|considered|heard(?!\s+back)|learned|worried|wanted|"
+    r"(?:hundred|need|indeed|speed|decided|agreed|discussed|talked|mentioned|said|asked|wondered|noticed|considered|heard(?!\s+back)|learned|worried|wanted|"
     r"needed|tried|planned|expected|hoped|looked|thought|started\s+to|changed|moved|pushed|slipped|delayed|postponed|"
     r"rescheduled|used|liked|seemed|happened|called|raised|flagged|suggested|proposed|promised|offered|assumed|"
     r"explained|checked\s+whether|warned|complained|missed|failed|forgot|lost)"
@@ -89,7 +92,7 @@ DONE = _any(
     r"booked|signed|filed|posted|uploaded|delivered|merged|deployed|released|wrapped\s+up|got\s+(?:it|them|the)\b)",
     r"\bwent\s+(?:out|in)\b(?!\s+to\b)",  # not "it goes out to tender": what will happen; "it went in at the preview"
     r"\b(?:turned|showed)\s+up\b",  # "the contract turned up in the archive": found
-    r"\b(?:I|we|he|she|they)\s+(?:finally\s+)?(?:found|tracked\s+down)\s+(?:the|it|them|their|our|his|her)\b",
+    r"\b(?:I|we|he|she|they)\s+(?:finally\s+)?(?:found|tracked\s+down)\s+(?:the|it|them|their|our|his|her|an?)\b",
     r"\b(?:I|we)\s+got\s+(?:[A-Z][\w-]+|them|him|her)\s+to\s+\w+",  # "I got Halden to give a firm date"
     r"\braised\s+(?:the|a|an)\s+(?:purchase\s+order|PO|invoice|ticket)\b",
     # "my model's up on the shared drive", "the write-up's in the shared folder", "the cost code's live"
