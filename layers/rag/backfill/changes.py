@@ -5,12 +5,11 @@ it changes is decided later, across the project's meetings, by the words it shar
 open items (``rag.timeline``). So the cues can be plain and a little broad; a statement that
 matches no earlier item changes nothing.
 
-- done: a completion said in the past or present ("I sent it Friday", "the BOM went out last
-  Thursday", "the lab slot is booked", "the runbook is finished", "the draft went round on the 14th", "I sent the
-  spec on the 14th, did everyone get it?"), never a plan ("I'll send",
-  "we need to book", "if it comes back", "until the test is done"), a part ("two of the three are in"), a question or a
-  negation ("not done yet", "before I'd even sent it") said
-  before it, nor someone booked up ("their teams are booked solid through November");
+- done: a completion said in the past or present ("I sent it Friday", "the BOM went out last Thursday", "the lab slot
+  is booked", "the runbook is finished", "the draft went round on the 14th", "I sent the spec on the 14th, did
+  everyone get it?"), never a plan ("I'll send", "we need to book", "if it comes back", "until the test is done"), a
+  part ("two of the three are in"), a question or a negation ("not done yet", "before I'd even sent it") said before
+  it, nor someone booked up ("their teams are booked solid through November");
 - cancelled: "cancel", "call off", "scrap", "no longer need", "not needed any more", "stop work on", "let's drop
   it", "I never placed the order", "you can forget the quote", "no point printing it now", "tell them to stop";
 - reassigned: "<Name>, could you take over ...", "<Name> will take it over", "hand it over to
