@@ -359,16 +359,6 @@ def test_a_change_to_another_named_choice_where_either_was_said_around_the_other
     assert link([apart, replace(moved, context_words=words("crew yard meter twelv juli"))], []).superseded_by[1] is None
 
 
-def test_a_decision_setting_its_value_against_the_old_one_or_shifting_it_states_a_change():
-    # "The pilot street is Elm Grove." ... "Elm Grove floods." / "The pilot is Cedar Road, not the other one."
-    elm = decision(1, at(2), "pilot street elm grove")
-    against = replace(decision(2, at(9), "pilot cedar road"), context_words=words("elm grove flood"))
-    assert link([elm, replace(against, description="The pilot is Cedar Road, not the other one.")], []).superseded_by[1] == 2
-    assert link([elm, replace(against, description="The pilot is Cedar Road.")], []).superseded_by[1] is None
-    shifts = replace(decision(2, at(9), "pilot shift cedar road"), context_words=words("elm grove flood"))
-    assert link([elm, shifts], []).superseded_by[1] == 2  # "The pilot shifts to Cedar Road."
-
-
 def test_when_a_decision_starts_finishes_or_closes_is_its_subject():
     # "We go for a start on 1 September 2027, running five years." / "We start on 1 October 2027."
     items = [decision(1, at(2), "start 1 septemb 2027 run five year"), decision(2, at(9), "start 1 octob 2027")]

@@ -2,12 +2,12 @@
 compared by their weighted words, as ``rag.timeline`` says).
 
 A decision supersedes the earlier *current* decision closest to it in subject (enough shared weight; within one
-meeting only when it says it changes something: "actually", "instead", "go back", "extend", "..., not ten"). A
-decision of a later meeting that says it changes something ("we switch to Pedalink") also shares, at half weight, the
-words said just before either of the two in a transcript ("we can't make June with Urbanvolt"): a change often names
-only the new choice. When both name a choice (a name said capitalised: "Urbanvolt", "Pedalink"), different ones, and
-one was said around the other, the change counts as saying the old value, as when its context says an earlier
-decision's day or amount. When a decision starts, finishes or closes is its subject, as launching is.
+meeting only when it says it changes something: "actually", "instead", "go back", ...). A decision of a later meeting
+that says it changes something ("we switch to Pedalink") also shares, at half weight, the words said just before
+either of the two in a transcript ("we can't make June with Urbanvolt"): a change often names only the new choice.
+When both name a choice (a name said capitalised: "Urbanvolt", "Pedalink"), different ones, and one was said around
+the other, the change counts as saying the old value, as when its context says an earlier decision's day or amount.
+That a decision starts, finishes or closes something is part of its subject, as launching is.
 
 A later decision that only restates an earlier one is a restatement: no word of its own besides confirming ones, no
 other day or amount of a kind the earlier one said ("reopens on 23 December, not the 18th" changes "reopens on Friday
@@ -51,8 +51,7 @@ OLD_VALUE = "=old value"  # a pseudo-word: a change's context says a value of th
 # Words that say a decision replaces something (PostgreSQL English stems).
 CHANGE_CUES = frozenset(
     {"actual", "instead", "chang", "switch", "move", "revers", "revert", "back", "drop", "replac", "longer",
-     "rais", "cut", "cancel", "scrap", "overturn", "new", "anymor", "rather", "reconsid", "updat", "switchov",
-     "stretch", "extend", "shift", "shorten", "postpon", "delay"}
+     "rais", "cut", "cancel", "scrap", "overturn", "new", "anymor", "rather", "reconsid", "updat", "switchov"}
 )  # fmt: skip
 _GOING = frozenset(
     {"go", "goe", "going", "went", "gone", "move", "moved", "moving", "come", "came", "coming", "push", "pushed",
@@ -66,10 +65,6 @@ CONFIRMING = frozenset(
 
 
 WHEN_VERBS = frozenset({"start", "finish", "close"})  # noise to a task ("start on it"), a subject to a decision's date
-# A new value set against the old one: "..., not ten", "..., not the end of September", "..., not in June".
-NOT_THE_OLD = re.compile(
-    r",\s+(?:and\s+)?not\s+(?:in\s+|on\s+|at\s+|by\s+)?(?:the\s+)?(?:\d|[a-z]+\b(?!\s+(?:yet|sure|now)\b))", re.I
-)
 
 
 def decision_subject(decision: TimedItem, names: frozenset[str]) -> TimedItem:
@@ -77,8 +72,6 @@ def decision_subject(decision: TimedItem, names: frozenset[str]) -> TimedItem:
     change cues and its values."""
     context = _topic(subject(decision.context_words, names))
     cues = frozenset(w for w in decision.words if _is_cue(w))  # "back", "new": noise to a subject, not to a change
-    if NOT_THE_OLD.search(decision.description):  # "We take six from reserves, not ten.": a change, said so
-        cues |= {"instead"}
     words = subject(decision.words, names) | value_kinds(decision.words) | cues | (decision.words & WHEN_VERBS)
     said_before = frozenset(v for v in values(decision.context_words) if not is_year(v))
     return replace(
