@@ -241,7 +241,8 @@ HARM = re.compile(
     r"penalt\w*|fined|fines|damage\w*|unmasked|exposed|leak\w*|risk\w*|problem\w*|trouble|behind|collapse|harm\w*|"
     r"suffer\w*|danger\w*|worse|disaster|no\s+(?:way|longer|fallback)|takedowns?|walk\s+away|pull\s+out|"
     # "we've got a fire", "he'll walk", "we finish the tour in deficit", "another two and a half thousand"
-    r"fire|shock|deficit|jam|jams|jammed|(?:don't|doesn't|won't)\s+get|(?:he|she|they)'ll\s+walk|another\s+[\w\s-]{0,30}(?:thousand|hundred|million|pounds|dollars))\b"
+    r"fire|shock|deficit|jam|jams|jammed|(?:don't|doesn't|won't)\s+get|(?:he|she|they)'ll\s+walk|"
+    r"another\s+[\w\s-]{0,30}(?:thousand|hundred|million|pounds|dollars))\b"
     # "If ours is one of those, no electric buses for the launch": something lost
     r"|^no\s+(?!problem|worries|need|rush|objections?|change|issues?|questions?|doubt)\w+",
     re.I,
