@@ -365,3 +365,29 @@ def test_when_a_decision_starts_finishes_or_closes_is_its_subject():
     assert link(items, []).superseded_by == {1: 2, 2: None}
     other = [items[0], decision(2, at(9), "launch 1 octob 2027")]
     assert link(other, []).superseded_by[1] is None
+
+
+def test_a_report_naming_no_task_closes_the_one_task_its_speaker_owed_by_then():
+    # "Gareth, could you talk to Aeris and BlueHorizon about the two flights, by the 9th?" / Gareth, on the 16th: "I
+    # spoke to both of them on the 16th."
+    flights = task(1, at(2), "talk aeri bluehorizon flight", "Gareth Pryce", due="2026-03-09")
+    later = task(2, at(2, 40), "issu closur notam", "Gareth Pryce", due="2026-03-30")  # due after the report
+    theirs = task(3, at(2, 80), "book crane", "Owen Lacey", due="2026-03-06")
+    spoke = change(10, at(16), "done", "spoke", speakers=("Gareth Pryce",))
+    timeline = link([flights, later, theirs], [spoke])
+    assert [timeline.tasks[i].status for i in (1, 2, 3)] == ["done", "open", "open"]
+    assert timeline.change_targets == {10: ("task", 1)}
+    # Two tasks owed by then: which one is not said, so neither.
+    both_due = replace(later, stated={**later.stated, "due_date": "2026-03-12"})
+    assert link([flights, both_due, theirs], [spoke]).change_targets == {10: None}
+    # Someone else's report, or a task a cancellation named first, is not the speaker's.
+    assert link([flights, later, theirs], [replace(spoke, speakers=("Owen Lacey",))]).tasks[1].status == "open"
+    dropped = change(11, at(16, 40), "cancelled", "aeri flight", speakers=("Helen Marsh",))
+    timeline = link([flights, later, theirs], [spoke, dropped])
+    assert (timeline.tasks[1].status, timeline.change_targets[10]) == ("cancelled", None)
+    # A report on a risk ("the landlord finished the cabling, so I'd call the cabling risk closed") is not on a task.
+    cabling = TimedItem("risk", 4, at(2, 90), words("landlord cabl"), "The landlord may not finish the cabling.", {})
+    finished = change(12, at(16, 60), "done", "landlord finish", speakers=("Gareth Pryce",))
+    closed = replace(finished, id=13, change="closed")
+    timeline = link([flights, later, cabling], [finished, closed])
+    assert (timeline.tasks[1].status, timeline.risk_status[4], timeline.change_targets[12]) == ("open", "closed", None)

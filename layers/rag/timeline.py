@@ -17,6 +17,8 @@ task about the BOM however differently the two are worded around it.
   due within two weeks of that meeting to the later date; a promise about anything else moves nothing.
   A task whose words say nothing of what it is ("I'll take it.", "Can you draft that in two weeks?") is about what was
   said just before it in the transcript.
+  A report done that names no open task by its words ("I spoke to both of them on the 16th") closes the one task its
+  speaker owed by that meeting, if only one was due, once every change that names its task is applied.
   A task extracted from the very words of a handover or a new date ("James, could you take
   over the grant application?") is that earlier task's follow-up, not a task of its own: it
   shows the earlier task's state and no later change is linked to it.
@@ -80,6 +82,7 @@ def link(items: Sequence[TimedItem], changes: Sequence[TimedChange], names: Iter
         return [candidates[p] for p in positions_sharing(by_word, change.words | change.context_words)]
 
     reports: list[TimedChange] = []  # things reported done
+    unnamed: list[TimedChange] = []  # reports that name no open task by its words
     for change in sorted(changes, key=lambda c: c.at):
         shared = sharing(change)
         if change.promised:  # the speaker's own task, due around this meeting, now promised for later
@@ -87,6 +90,7 @@ def link(items: Sequence[TimedItem], changes: Sequence[TimedChange], names: Iter
         target = _target(change, [c for c in shared if c.id not in follow_ups or c.kind != "task"], timeline, weights)
         timeline.change_targets[change.id] = (target.kind, target.id) if target else None
         reports += [change] if change.change == "done" else []
+        unnamed += [change] if change.change == "done" and target is None else []
         if target is None:
             continue
         _apply(change, target, timeline)
@@ -97,8 +101,6 @@ def link(items: Sequence[TimedItem], changes: Sequence[TimedChange], names: Iter
             for item in candidates:
                 if item.kind == "task" and item.id != target.id and item.spans(change.at):
                     follow_ups[item.id] = target.id
-    for follow_up, original in follow_ups.items():
-        timeline.tasks[follow_up] = timeline.tasks[original]
     # "The fibre went live on the 1st": the end of the risk it names (and of the task it answers), unless a closure said
     # so already.
     for report in reports:
@@ -106,6 +108,18 @@ def link(items: Sequence[TimedItem], changes: Sequence[TimedChange], names: Iter
         if closed is not None:
             timeline.change_targets[report.id] = timeline.change_targets[report.id] or ("risk", closed.id)
             timeline.risk_status[closed.id] = "closed"
+    # "I spoke to both of them on the 16th.": the one task its speaker owed by then, once every report, cancellation
+    # and new date that names its task is applied; not a report on a risk ("the landlord finished the cabling, so I'd
+    # call the cabling risk closed")
+    closures = {c.at for c in changes if c.change == "closed"}
+    for report in unnamed:
+        if timeline.change_targets[report.id] is not None or report.at in closures:
+            continue
+        if (task := _only_task_due(report, [c for c in candidates if c.id not in follow_ups], timeline)) is not None:
+            timeline.change_targets[report.id] = ("task", task.id)
+            _apply(report, task, timeline)
+    for follow_up, original in follow_ups.items():
+        timeline.tasks[follow_up] = timeline.tasks[original]
     return timeline
 
 
@@ -174,6 +188,19 @@ def _restatements(change: TimedChange, target: TimedItem, candidates: Sequence[T
         if item.kind == "risk" and item.id != target.id and item.at < change.at and not item.spans(change.at)
         and _is_open(item, timeline) and named <= item.words
     ]  # fmt: skip
+
+
+def _only_task_due(change: TimedChange, candidates: Sequence[TimedItem], timeline: Timeline) -> TimedItem | None:
+    """The one open task of an earlier meeting that the reporter owes and that fell due by this meeting, if only one
+    did: a report by its owner names it whatever its words ("I spoke to both of them on the 16th")."""
+    due = [
+        item
+        for item in candidates
+        if item.kind == "task" and item.at < change.at and not item.at.same_meeting(change.at)
+        and _is_open(item, timeline) and (task := timeline.tasks[item.id]).due_date is not None
+        and task.due_date <= change.at.day and any(s.casefold() == (task.assignee or "").casefold() for s in change.speakers)
+    ]  # fmt: skip
+    return due[0] if len(due) == 1 else None
 
 
 def _slipped(item: TimedItem, change: TimedChange, timeline: Timeline) -> bool:
