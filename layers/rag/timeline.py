@@ -191,14 +191,15 @@ def _restatements(change: TimedChange, target: TimedItem, candidates: Sequence[T
 
 
 def _only_task_due(change: TimedChange, candidates: Sequence[TimedItem], timeline: Timeline) -> TimedItem | None:
-    """The one open task of an earlier meeting that the reporter owes and that fell due by this meeting, if only one
-    did: a report by its owner names it whatever its words ("I spoke to both of them on the 16th")."""
+    """The one open task of an earlier meeting that the reporter owes (or the report names its owner: ``_owner_speaks``)
+    and that fell due by this meeting, if only one did: a report by its owner names it whatever its words ("I spoke to
+    both of them on the 16th")."""
     due = [
         item
         for item in candidates
         if item.kind == "task" and item.at < change.at and not item.at.same_meeting(change.at)
         and _is_open(item, timeline) and (task := timeline.tasks[item.id]).due_date is not None
-        and task.due_date <= change.at.day and any(s.casefold() == (task.assignee or "").casefold() for s in change.speakers)
+        and task.due_date <= change.at.day and _owner_speaks(change, task)
     ]  # fmt: skip
     return due[0] if len(due) == 1 else None
 
