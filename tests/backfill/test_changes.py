@@ -60,6 +60,15 @@ def changes_of(text: str, speaker: str | None = "Lena Vogel") -> list[tuple[str,
         ("The mould isn't a problem after all.", [("closed", None)]),
         ("Their backorder is somebody else's problem now.", [("closed", None)]),
         ("That one's done, we can stop worrying about it.", [("closed", None), ("done", None)]),  # a risk or a task
+        # a worry that goes away, is got rid of, comes off the list, is carried no more
+        ("The resale worry we had goes away, because Kestrel carry the battery risk.", [("closed", None)]),
+        ("It saved nearly three thousand, so the quartet overspend has gone away.", [("closed", None)]),
+        ("That gets rid of my propping problem, so I'm happy.", [("closed", None)]),
+        ("That one comes off the worry list.", [("closed", None)]),
+        ("Ten weeks works, and we don't carry the Pedalink finances worry any more.", [("closed", None)]),
+        ("With those examples I'm not worried about that one any more.", [("closed", None)]),
+        ("That's on top of the first quarter dip, which hasn't gone away either.", []),
+        ("That worry never went away.", []),
         ("I'll take the trailer over.", [("reassigned", "Lena Vogel")]),
         # a report with a question tag, circulated, arrived, in place; work stopped or dropped
         ("Also, I sent the seating chart on the 9th, did everyone get it?", [("done", None)]),

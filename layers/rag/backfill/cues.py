@@ -329,4 +329,8 @@ CLOSED = _any(
     r"\b(?:clos(?:e|ing)|retir(?:e|ing))\s+(?:that|this|the)\b.{0,40}?\b(?:risk|concern|worry|issue|one)\b",
     r"^(?:so\s+)?no\s+(?:clash|conflict)\b",
     r"\bnothing\s+to\s+worry\s+about\b",
+    r"\b(?:risk|concern|issue|worry|problem|fear|overspend)\b.{0,30}?\b(?:goes|has\s+gone|have\s+gone)\s+away\b",
+    r"\b(?:comes?|came|taken?|took)\s+off\s+the\s+(?:worry|risk)\s+(?:list|register|log)\b",
+    r"(?:\bnot|n't)\s+(?:\w+\s+){0,2}(?:worried|worry|carry)\b.{0,40}?\bany\s*(?:more|longer)\b",
+    r"\b(?:gets?|got)\s+rid\s+of\s+(?:my|our|the|that|this|your)\b.{0,30}?\b(?:risk|concern|issue|worry|problem)\b",
 )

@@ -158,9 +158,10 @@ def classify_with_model(
     probabilities = classify_sentence(
         sentence, speaker, first_in_turn=first_in_turn, last_in_turn=last_in_turn, previous=previous, following=following
     )
-    closes_a_risk = CLOSED.search(core) is not None  # a report on an earlier risk, no new decision or risk
+    # a report on an earlier risk or talk about one ("That's a risk for the season, then."): no new decision or risk
+    on_a_risk = CLOSED.search(core) is not None or NOT_RISK.search(core) is not None
     for kind in kinds_of(probabilities):
-        if kind in have or (closes_a_risk and kind in ("decision", "risk")):
+        if kind in have or (on_a_risk and kind in ("decision", "risk")):
             continue
         if kind == "decision" and NOT_DECISION.search(core):  # watching, deferring, running the meeting
             continue
@@ -168,8 +169,6 @@ def classify_with_model(
             why = RATIONALE.search(core)
             found.append(Match("decision", {"status": "agreed", "rationale": why["why"].rstrip(".") if why else None}))
         elif kind == "risk":
-            if NOT_RISK.search(core):  # "Noted, that's a risk.", "Don't worry about the van."
-                continue
             found.append(Match("risk", {"category": keyword_class(core, RISK_CATEGORIES, "general")}))
         elif kind == "opportunity":
             found.append(Match("opportunity", {"type": keyword_class(core, OPPORTUNITY_TYPES, "general")}))

@@ -55,7 +55,7 @@ def leader_concludes(
 def states_a_decision(core: str, raw: str, concluding: bool, is_task: bool, leader_concludes: bool) -> bool:
     """Whether a sentence (``core``: without its leading fillers) states a decision; ``leader_concludes``: what the
     meeting's leader says settles it (``leader_concludes``)."""
-    if NOT_DECISION.search(core) or CLOSED.search(core):  # "the witness-slot worry is closed": a report on a risk
+    if NOT_DECISION.search(core) or CLOSED.search(core) or NOT_RISK.search(core):  # a report on a risk, talk about one
         return False
     if DECISION.search(core) or NAMED_CHOICE.search(raw):
         return True
