@@ -561,33 +561,19 @@ def test_standing_up_or_sitting_down_with_someone_is_work():
 @pytest.mark.parametrize(
     "text",
     [
-        "Noted, that's a risk.",  # talk about a risk said before, by whoever reads it
+        "Noted, that's a risk.",  # talk about a risk said before, by whoever reads it: no risk of its own
         "That risk stays open.",
         "Here's my worry.",
         "It lowers the risk.",
         "Let's park the process, but it goes on the risk list.",
-    ],
-)
-def test_talk_about_a_risk_is_no_risk_of_its_own(text):
-    units = _turns((0, "Helen Marsh", "If the crane is late, the roof slips a month."), (1, "Owen Pryce", text))
-    people = People.of(["Helen Marsh", "Owen Pryce"])
-    found = extract_by_rules(units, None, date(2027, 2, 9), people)
-    assert [(i.kind, i.description) for i in found if i.kind == "risk"] == [
-        ("risk", "If the crane is late, the roof slips a month.")
-    ]
-
-
-@pytest.mark.parametrize(
-    "text",
-    [
-        "That's a risk for the season, then.",  # talk about a risk, a closure: no decision either
+        "That's a risk for the season, then.",  # ... and no decision either, nor is a closure
         "The download threshold stays on the risk list until the eight weeks are up.",
         "That one comes off the worry list.",
         "My testing worry goes away.",
         "Agreed, so I'm not worried about the crane any more.",
     ],
 )
-def test_talk_about_a_risk_or_its_closure_is_no_decision(text):
+def test_talk_about_a_risk_or_its_closure_is_no_risk_or_decision_of_its_own(text):
     units = _turns((0, "Helen Marsh", "If the crane is late, the roof slips a month."), (1, "Owen Pryce", text))
     people = People.of(["Helen Marsh", "Owen Pryce"])
     found = extract_by_rules(units, None, date(2027, 2, 9), people)

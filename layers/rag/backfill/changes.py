@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from datetime import date
 
 from rag.backfill.calendar_days import safe_date
-from rag.backfill.cues import CLOSED
+from rag.backfill.closures import CLOSED
 from rag.backfill.due_dates import due_date
 from rag.backfill.models import KnowledgeChange
 from rag.backfill.text import clean, clip

@@ -315,22 +315,3 @@ OPPORTUNITY_TYPES = {
     "sales": ("sign", "customer", "upsell", "market", "sell", "buyer", "leads", "premium"),
     "product": ("demo", "feature", "version", "offer", "design"),
 }
-
-# A risk said to be over: "the certification risk is gone", "I'm calling the shelving risk closed" (a report, no new risk).
-CLOSED = _any(
-    r"\b(?:risk|concern|issue|worry|problem|fear|threat|that\s+one|this\s+one)\b.{0,40}?\b(?:is|are|'s|as|be)\s+"
-    r"(?:now\s+|simply\s+|also\s+|all\s+|officially\s+|definitely\s+)?(?:closed|gone|resolved|retired|mitigated|off\s+the\s+table|behind\s+us)\b",
-    r"\b(?:risk|concern|worry|problem|fear)\s+gone\b|\bdone\s+and\s+closed\b|\bstop\s+worrying\b",
-    r"\b(?:isn't|is\s+not|wasn't|not)\s+(?:a|an)\s+(?:risk|concern|issue|worry|problem)\s+after\s+all\b",
-    r"\b(?:somebody|someone)\s+else's\s+problem\b",
-    r"\b(?:call(?:ing)?|consider(?:ing)?|mark(?:ing)?)\b.{0,50}\b(?:risk|concern|issue|problem|worry|one)\s+(?:as\s+)?closed\b",
-    r"\bno\s+longer\s+(?:a\s+|an\s+)?(?:risk|concern|issue|worry|problem)\b",
-    r"\bnot\s+(?:a\s+|an\s+)?(?:risk|concern|issue|worry|problem)\s+any\s*more\b",
-    r"\b(?:clos(?:e|ing)|retir(?:e|ing))\s+(?:that|this|the)\b.{0,40}?\b(?:risk|concern|worry|issue|one)\b",
-    r"^(?:so\s+)?no\s+(?:clash|conflict)\b",
-    r"\bnothing\s+to\s+worry\s+about\b",
-    r"\b(?:risk|concern|issue|worry|problem|fear|overspend)\b.{0,30}?\b(?:goes|has\s+gone|have\s+gone)\s+away\b",
-    r"\b(?:comes?|came|taken?|took)\s+off\s+the\s+(?:worry|risk)\s+(?:list|register|log)\b",
-    r"(?:\bnot|n't)\s+(?:\w+\s+){0,2}(?:worried|worry|carry)\b.{0,40}?\bany\s*(?:more|longer)\b",
-    r"\b(?:gets?|got)\s+rid\s+of\s+(?:my|our|the|that|this|your)\b.{0,30}?\b(?:risk|concern|issue|worry|problem)\b",
-)

@@ -52,11 +52,11 @@ from dataclasses import dataclass, replace
 from datetime import date
 from typing import Any
 
+from rag.backfill.closures import CLOSED
 from rag.backfill.cues import (
     ACCEPTED,
     AGREES,
     BARE_MARKER,
-    CLOSED,
     DEADLINE_FIRST,
     NOT_DECISION,
     NOT_RISK,

@@ -3,9 +3,9 @@ describes the rules and finds the items."""
 
 from __future__ import annotations
 
+from rag.backfill.closures import CLOSED
 from rag.backfill.cues import (
     BARE_CONDITIONAL_RISK,
-    CLOSED,
     CLOSING_MARKER,
     CONCLUDES,
     CONDITIONAL_RISK,
