@@ -29,6 +29,7 @@ from datetime import date
 
 from rag.backfill.calendar_days import safe_date
 from rag.backfill.closures import CLOSED
+from rag.backfill.cues import any_of
 from rag.backfill.due_dates import due_date
 from rag.backfill.models import KnowledgeChange
 from rag.backfill.text import clean, clip
@@ -39,16 +40,12 @@ CONTEXT_UNITS = 2  # sentences before a statement that say what it is about
 CONTEXT_CHARS = 400
 
 
-def _any(*patterns: str) -> re.Pattern[str]:
-    return re.compile("|".join(f"(?:{p})" for p in patterns), re.I)
-
-
 def _name(tag: int) -> str:
     """A person's name (one or two capitalized words) as group ``name<tag>``: each alternative needs its own."""
     return rf"(?P<name{tag}>[A-Z][\w'-]+(?:\s+[A-Z][\w'-]+)?)"
 
 
-PLAN = _any(
+PLAN = any_of(
     r"\b(?:will|'ll|shall|going\s+to|gonna|need\s+to|needs\s+to|have\s+to|has\s+to|should|must|plan\s+to|want\s+to)\b",
     r"\b(?:can|could|would)\s+(?:you|we|someone)\b",
     r"^(?:let's|please)\b",
@@ -76,10 +73,10 @@ NOT_COMPLETIONS = (
     r"rescheduled|used|liked|seemed|happened|called|raised|flagged|suggested|proposed|promised|offered|assumed|"
     r"explained|checked\s+whether|warned|complained|missed|failed|forgot|lost)"
 )
-NEGATED = _any(
+NEGATED = any_of(
     r"\b(?:not|never)\b", r"n't\b", r"\bbefore\s+(?:I|we|you|he|she|they)(?:'d|\s+had)?\s+even\b"
 )  # "before I'd even sent it"
-DONE = _any(
+DONE = any_of(
     r"\b(?:is|are|was|were|'s|got|been|all)\s+(?:now\s+)?(?:done|finished|complete|completed|sorted|wrapped\s+up)\b",
     # A bare past participle reports a completion ("Retail confirmed", "credit agreement signed"), unless a
     # determiner makes it an adjective ("load the approved leave", "a signed copy").
@@ -113,7 +110,7 @@ DONE = _any(
     r"\b(?:is|are)\s+(?:all\s+|now\s+)?in[.!]?$",  # "the personal asks are in"
     r"\b(?:has|have|'s|'ve)\s+been\s+(?:in|up|on)\b.{0,60}\bsince\b|\blive\s+since\b",  # "has been in since the 1st", "in the drive since the 9th"
 )
-CANCELLED = _any(
+CANCELLED = any_of(
     r"\bcancel(?:led|ed|ling|s)?\b", r"\bcall(?:ed|ing)?\s+off\b", r"\bscrap(?:ped|ping)?\b",
     r"\bno\s+longer\s+need", r"\bnot\s+needed\s+any\s*more\b", r"\bdon't\s+need\b.{0,60}\bany\s*more\b",
     r"\bnot\s+happening\b", r"\bstop(?:ping)?\s+work\s+on\b",
@@ -165,7 +162,7 @@ QUESTION_TAG = re.compile(
 )
 # A new date promised for one's own work: "I'll have it to Northfield by the 25th", "we can get it done by Friday".
 PROMISE = re.compile(r"\b(?:I|we)(?:'ll|\s+will|'m\s+going\s+to|\s+can)\s+(?:have|get|finish|send|do)\b", re.I)
-RESCHEDULED = _any(
+RESCHEDULED = any_of(
     r"\b(?:push(?:ed|ing)?|mov(?:e|ed|ing)|slip(?:s|ped|ping)?|slid(?:e|es|ing)?|postpon(?:e|ed|ing)|delay(?:ed|ing)?|"
     r"reschedul(?:e|ed|ing)|shift(?:ed|ing)?)\b.{0,60}\b(?:to|until|till)\b",
     r"\b(?:now|new)\s+(?:due|deadline|date)\b",

@@ -12,7 +12,8 @@ FILLERS = re.compile(
 )
 
 
-def _any(*patterns: str) -> re.Pattern[str]:
+def any_of(*patterns: str) -> re.Pattern[str]:
+    """One case-insensitive pattern matching any of ``patterns``."""
     return re.compile("|".join(f"(?:{p})" for p in patterns), re.I)
 
 
@@ -38,7 +39,7 @@ SETTLED_VERBS_ING = (
 )
 # "So unless anyone objects, we go back to Brook.", "If everyone's happy, we're going with the tiered prices."
 UNLESS_OBJECTIONS = r"(?:unless|if)\s+(?:anyone|anybody|nobody|no\s+one|everyone|everybody)(?:'s|\s)[^,]{1,30}"
-DECISION = _any(
+DECISION = any_of(
     r"\bwe(?:'ve| have)?\s+(?:decided|agreed)\b",
     r"\b(?:let's|let us|we'll|we will|we're going to|we are going to)\s+go\s+(?:with|for)\b",
     r"\bwe(?:'re| are)\s+going\s+with\b",
@@ -102,7 +103,7 @@ TAG_QUESTION = re.compile(r"^\W*[\w']+\W*\?$")
 BARE_MARKER = re.compile(r"^(?:okay|ok|right|fine|fair|good|alright|all\s+right|agreed|done|decided)[.!]?$", re.I)
 # The chair running the meeting, not concluding a discussion: "This is the kickoff for ...", "Next, the temporary
 # kitchen unit.", "Let's get going, it's a full agenda.", "Same time in three weeks.", "I have to run."
-RUNNING_THE_MEETING = _any(
+RUNNING_THE_MEETING = any_of(
     r"^(?:this\s+is|first|next|now|last|news|thanks|thank|happy|welcome|same\s+time|lots?|a\s+lot|quick|"
     r"(?:the\s+)?big\s+one|three\s+weeks|that's\s+one)\b",
     r"\blet(?:'s|\s+me|\s+us)\s+(?:get\s+going|start|begin|go\s+through|do\s+a|come\s+back|wrap|move\s+on|take\s+a|"
@@ -118,7 +119,7 @@ SETTLES_SOMETHING = re.compile(
 CONCLUDES = re.compile(r",\s+then[.!]?$", re.I)
 # A choice named and closed: "So the 20th of April it is.", "So that's settled: three-year term, annual in advance."; not
 # "It sounds worse than it is.", "Let's make sure it is.", "a forward contract or whatever it is."
-NAMED_CHOICE = _any(
+NAMED_CHOICE = any_of(
     r"^(?:(?:so|okay|ok|right|then|fine|good),?\s+)*"
     r"(?!.*\b(?:how|what|where|who|which|whatever|know|see|sure|than|as|if|there)\b)[\w' -]{2,40}\s+it\s+is"
     r"(?:[.!]?$|,\s+(?:starting|from|on|with|for)\b)",  # "Hendry it is, starting the fourth of January."
@@ -133,7 +134,7 @@ ACCEPTED = re.compile(
 # What the meeting's leader settles without saying "decide": a conclusion drawn ("Then from today, ...", "Then
 # Daniel's back on the runs") or a change stated ("... on the 12th of June instead", "from now on", "Albert
 # Street it is, then", "a week earlier than we said").
-LEADER_CONCLUSION = _any(
+LEADER_CONCLUSION = any_of(
     r"^(?:(?:good|okay|ok|right|fine|so),?\s+)?then\b,?\s+(?!I\b|you\b|we\s+need|let's\s+(?:see|talk|look|move|come))",
     r"\binstead[.!]?$|\binstead,",
     r"\bfrom\s+(?:now\s+on|today|tomorrow)\b",
@@ -156,7 +157,7 @@ SMALL_TALK = re.compile(
     r"doughnuts|donuts|pizza|bacon|sweets))\b",
     re.I,
 )
-NOT_DECISION = _any(
+NOT_DECISION = any_of(
     SMALL_TALK.pattern,
     r"\b(?:haven't|have\s+not|not\s+yet|didn't|did\s+not)\s+(?:\w+\s+)?(?:decided|agreed)\b",
     # what was decided before, recalled to question it: "I know we decided it, but ..."
@@ -192,7 +193,7 @@ NOT_DECISION = _any(
     # a condition is not a decision: "March 2 works as long as the numbers are final"
     r"\b(?:as\s+long\s+as|provided|unless|once|if)\b.{0,80}\b(?:is|are)\s+(?:final|approved|confirmed|adopted|signed\s+off)\b",
 )
-RISK = _any(
+RISK = any_of(
     r"\brisks?\b", r"\bconcern(?:ed|s)?\b", r"\bworr(?:ied|y)\b", r"\bdanger\b", r"\bbottleneck\b", r"\bblocker\b",
     # "the vendor might not support it", "it may not be ready"; not a hedge ("that might not be right", "Jane may not be")
     r"\b(?:might|may)\s+not\s+(?:be\s+(?:able|ready|enough|available|delivered|finished|done|in\s+time|on\s+time)|"
@@ -249,7 +250,7 @@ HARM = re.compile(
 )
 # "That's a risk too", "Everything is a risk this year": an alarm that does not say what could go wrong.
 VAGUE_RISK = re.compile(r"^(?:that|this|it|everything|which|there)(?:'s|\s+is|\s+are|\s+was)\b", re.I)
-NOT_RISK = _any(
+NOT_RISK = any_of(
     r"\bno\s+risk\b",
     r"\blow\s+risk\b",
     r"\bnot\s+sure\b",
@@ -271,7 +272,7 @@ NOT_RISK = _any(
     r"\b(?:lowers|reduces|cuts)\s+(?:the|that)\s+risk\b",
     r"\b(?:on|off)\s+(?:the|our)\s+risk\s+(?:list|register|log)\b",
 )
-OPPORTUNITY = _any(
+OPPORTUNITY = any_of(
     r"\bopportunit(?:y|ies)\b", r"\bwe\s+could\s+also\b", r"\bpotential\s+to\b", r"\bthere(?:'s|\s+is)\s+potential\b",
     r"\bcould\s+save\b", r"\bupsell\b", r"\bnew\s+market\b", r"\bcould\s+(?:expand|grow|win|sell)\b",
     # a gain named further on: "we could replace the lights with LEDs and save $200k a year"
@@ -291,7 +292,7 @@ DEADLINE_FIRST = re.compile(
 )
 # A sentence saying when the work just promised or asked for will be ready ("I'll have numbers by Friday.", "Give me
 # two weeks.", "It should leave their office by Wednesday.", "They need it by August 3rd.", "..., by the 24th?").
-DELIVERY = _any(
+DELIVERY = any_of(
     r"^(?:(?:and|so|then|but)\s+)?(?:(?:I|we|you)(?:'ll|\s+will|\s+can|\s+could|\s+should)|it(?:'ll|\s+will|\s+should)|"
     r"that(?:'ll|\s+will|\s+should)|should)\s+(?:have|get|be|leave|arrive|land)\b",
     r"^(?:(?:and|so|then|but)\s+)?give\s+(?:me|us|him|her|them)\b",

@@ -52,14 +52,12 @@ from dataclasses import dataclass, replace
 from datetime import date
 from typing import Any
 
-from rag.backfill.closures import CLOSED
 from rag.backfill.cues import (
     ACCEPTED,
     AGREES,
     BARE_MARKER,
     DEADLINE_FIRST,
     NOT_DECISION,
-    NOT_RISK,
     OPPORTUNITY,
     OPPORTUNITY_TYPES,
     RATIONALE,
@@ -69,7 +67,7 @@ from rag.backfill.cues import (
 from rag.backfill.due_dates import due_date, names_a_date
 from rag.backfill.models import ItemKind, KnowledgeItem
 from rag.backfill.neighbours import DATE_ONLY_WORDS, agreed_proposal, follows_in_turn, mitigation, task_with_answer
-from rag.backfill.statements import leader_concludes, states_a_decision, states_a_risk
+from rag.backfill.statements import about_a_risk, leader_concludes, states_a_decision, states_a_risk
 from rag.backfill.task_cues import (
     ACTION_ITEM,
     ASKS_TO_TALK,
@@ -158,8 +156,7 @@ def classify_with_model(
     probabilities = classify_sentence(
         sentence, speaker, first_in_turn=first_in_turn, last_in_turn=last_in_turn, previous=previous, following=following
     )
-    # a report on an earlier risk or talk about one ("That's a risk for the season, then."): no new decision or risk
-    on_a_risk = CLOSED.search(core) is not None or NOT_RISK.search(core) is not None
+    on_a_risk = about_a_risk(core)
     for kind in kinds_of(probabilities):
         if kind in have or (on_a_risk and kind in ("decision", "risk")):
             continue

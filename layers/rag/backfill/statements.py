@@ -52,10 +52,16 @@ def leader_concludes(
     return accepted or closes or LEADER_CONCLUSION.search(raw) is not None
 
 
+def about_a_risk(core: str) -> bool:
+    """Whether a sentence reports an earlier risk closed or talks about one ("the witness-slot worry is closed",
+    "That's a risk for the season, then."): no new decision or risk."""
+    return CLOSED.search(core) is not None or NOT_RISK.search(core) is not None
+
+
 def states_a_decision(core: str, raw: str, concluding: bool, is_task: bool, leader_concludes: bool) -> bool:
     """Whether a sentence (``core``: without its leading fillers) states a decision; ``leader_concludes``: what the
     meeting's leader says settles it (``leader_concludes``)."""
-    if NOT_DECISION.search(core) or CLOSED.search(core) or NOT_RISK.search(core):  # a report on a risk, talk about one
+    if NOT_DECISION.search(core) or about_a_risk(core):
         return False
     if DECISION.search(core) or NAMED_CHOICE.search(raw):
         return True
