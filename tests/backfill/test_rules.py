@@ -6,6 +6,7 @@ from datetime import date
 
 import pytest
 
+from rag.backfill.neighbours import restates
 from rag.backfill.rules import classify, due_date, extract_by_rules
 from rag.backfill.units import Unit
 from rag.people import People
@@ -368,6 +369,43 @@ def test_a_decision_said_twice_in_one_turn_is_one_and_a_deadline_may_follow_its_
     assert (decision.start_char, decision.end_char) == (0, units[1].end_char)
     [task] = [i for i in items if i.kind == "task"]
     assert (task.fields["assignee"], task.fields["due_date"]) == ("Aisha", date(2026, 2, 10))
+
+
+def test_a_decision_said_again_a_turn_or_two_later_is_one_described_by_its_fuller_words():
+    units = _turns(
+        (0, "Kofi", "We upgrade to 2022 LTS."),
+        (1, "Lena", "I'll tell the build team today."),
+        (2, "Kofi", "So we upgrade to Unity 2022 LTS, and the console builds move with it."),
+        (3, "Lena", "We go with Brook Roofing for the north slope."),
+        (4, "Kofi", "We hire the scaffolding direct and knock it off Brook's price."),  # one word shared: another decision
+        (5, "Lena", "We go with fifty-fifty on price and quality."),
+        (9, "Kofi", "Fifty-fifty it is."),  # four turns on: a decision of its own
+    )
+    items = extract_by_rules(units, segment_id=1, meeting_date=date(2026, 5, 18))
+    decisions = [(i.description, i.start_turn, i.end_turn) for i in items if i.kind == "decision"]
+    assert decisions == [
+        ("We upgrade to Unity 2022 LTS, and the console builds move with it.", 0, 2),
+        ("We go with Brook Roofing for the north slope.", 3, 3),
+        ("We hire the scaffolding direct and knock it off Brook's price.", 4, 4),
+        ("We go with fifty-fifty on price and quality.", 5, 5),
+        ("Fifty-fifty it is.", 9, 9),
+    ]
+    [task] = [i for i in items if i.kind == "task"]  # said between the two: still its own item
+    assert (task.fields["assignee"], task.start_turn) == ("Lena", 1)
+
+
+@pytest.mark.parametrize(
+    ("decided", "later", "restated"),
+    [
+        ("We keep captions at the four bigger houses.", "Captions at the four bigger venues only.", True),
+        ("Fifty-fifty on price and quality.", "Fifty-fifty it is.", True),  # all its words in the other
+        ("All customers move in a single cutover.", "Existing customers keep their price.", False),  # one shared
+        ("The pilot starts on the 10th of May.", "Year 7 pilots the new day.", False),
+    ],
+)
+def test_a_restatement_shares_two_words_or_all_of_its_own(decided, later, restated):
+    units = _turns((0, "A", decided), (1, "B", later))
+    assert restates(units, 0, 1, decided) is restated
 
 
 def test_after_a_bare_okay_the_chair_settles_the_plan():

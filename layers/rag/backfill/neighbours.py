@@ -10,7 +10,9 @@ from datetime import date
 from typing import Any
 
 from rag.backfill.cues import (
+    ACCEPTED,
     ACCEPTS,
+    BARE_MARKER,
     DEADLINE_FIRST,
     DELIVERY,
     MITIGATION,
@@ -18,7 +20,7 @@ from rag.backfill.cues import (
 )
 from rag.backfill.due_dates import due_date
 from rag.backfill.task_cues import REQUEST_OF_SOMEONE, SELF_COMMITMENT
-from rag.backfill.text import clean, clip
+from rag.backfill.text import clean, clip, content_words
 from rag.backfill.units import Unit
 from rag.people import People
 
@@ -107,3 +109,36 @@ def mitigation(units: Sequence[Unit], position: int) -> str | None:
         if MITIGATION.search(clean(unit.text)):
             return clip(clean(unit.text), 500)
     return None
+
+
+RESTATED_WITHIN_TURNS = 2  # "We upgrade to 2022 LTS." - "Agreed, we upgrade to Unity 2022 LTS.": one decision
+STEM_CHARS = 5  # "caption" / "captions", "month" / "months": a word's first letters stand for it
+
+
+def restates(units: Sequence[Unit], previous: int, position: int, decided: str) -> bool:
+    """Whether the sentence at ``position`` says again the decision ``decided`` that ended at sentence ``previous``,
+    a turn or two later: both share two content words, or one's content words are all in the other ("Fifty-fifty it
+    is.")."""
+    earlier, later = units[previous].turn, units[position].turn
+    if earlier is None or later is None or not 0 < later - earlier <= RESTATED_WITHIN_TURNS:
+        return False
+    one, other = ({word[:STEM_CHARS] for word in content_words(text)} for text in (decided, units[position].text))
+    shared = one & other
+    return len(shared) >= 2 or bool(shared) and shared in (one, other)
+
+
+def said_after(units: Sequence[Unit], position: int, first_in_turn: bool) -> dict[str, bool]:
+    """What a sentence follows (rag.backfill.rules.classify's ``concluding``, ``accepted`` and ``replying``)."""
+    previous = units[position - 1].text.strip() if position > 0 else ""
+    concluding = not first_in_turn and BARE_MARKER.match(previous) is not None
+    return {
+        "concluding": concluding,
+        "accepted": not first_in_turn and ACCEPTED.search(previous) is not None,
+        "replying": answers_another(units, position) or (concluding and answers_another(units, position - 1)),
+    }
+
+
+def answers_another(units: Sequence[Unit], position: int) -> bool:
+    """Whether the sentence opens a turn that answers another speaker."""
+    before, unit = (units[position - 1], units[position]) if position > 0 else (None, None)
+    return before is not None and unit is not None and before.turn != unit.turn and before.speaker != unit.speaker

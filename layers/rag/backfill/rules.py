@@ -53,9 +53,7 @@ from datetime import date
 from typing import Any
 
 from rag.backfill.cues import (
-    ACCEPTED,
     AGREES,
-    BARE_MARKER,
     DEADLINE_FIRST,
     NOT_DECISION,
     OPPORTUNITY,
@@ -66,7 +64,15 @@ from rag.backfill.cues import (
 )
 from rag.backfill.due_dates import due_date, names_a_date
 from rag.backfill.models import ItemKind, KnowledgeItem
-from rag.backfill.neighbours import DATE_ONLY_WORDS, agreed_proposal, follows_in_turn, mitigation, task_with_answer
+from rag.backfill.neighbours import (
+    DATE_ONLY_WORDS,
+    agreed_proposal,
+    follows_in_turn,
+    mitigation,
+    restates,
+    said_after,
+    task_with_answer,
+)
 from rag.backfill.statements import about_a_risk, leader_concludes, states_a_decision, states_a_risk
 from rag.backfill.task_cues import (
     ACTION_ITEM,
@@ -256,7 +262,7 @@ def extract_by_rules(
         following = units[position + 1].text if position + 1 < len(units) else None
         matches = classify_with_model(
             unit.text, unit.speaker, meeting_date, first_in_turn, last_in_turn, previous, following,
-            people=people, **_said_after(units, position, first_in_turn),
+            people=people, **said_after(units, position, first_in_turn),
         )  # fmt: skip
         for match in matches:
             if match.kind == "task" and position in answered:
@@ -275,6 +281,19 @@ def extract_by_rules(
             said_again = decided_at is not None and (
                 follows_in_turn(units, decided_at[1], position) or (agreement and decided_at[1] >= first)
             )
+            if (
+                match.kind == "decision"
+                and decided_at is not None
+                and not said_again
+                and restates(units, decided_at[1], position, items[decided_at[2]].description)
+            ):
+                # "We upgrade to 2022 LTS." - "Agreed, we upgrade to Unity 2022 LTS.": one decision, the fuller words
+                decided = items[decided_at[2]]
+                longer = max(description, decided.description, key=lambda words: len(words.split()))
+                span = units[decided_at[0] : last + 1]
+                items[decided_at[2]] = _item(match.kind, span, longer, segment_id, _kept(fields, decided))
+                decided_at = (decided_at[0], last, decided_at[2])
+                continue
             if match.kind == "decision" and decided_at is not None and said_again:
                 # "Then let's go to a hundred and fifty. Tickets are $150 this year.": one decision, said twice (or
                 # agreed to); the later sentence, usually the precise one (or the proposal agreed to), describes it.
@@ -291,46 +310,36 @@ def extract_by_rules(
                 # properly. I'll give you an answer by Friday.": one risk, its cause and what follows; one piece of
                 # work and its deadline. The first sentence names it.
                 span, item = units[earlier[0] : last + 1], items[earlier[2]]
-                merged = {**fields, **{k: v for k, v in item.fields.items() if v is not None}}
                 items[earlier[2]] = replace(
                     item, evidence=" ".join(u.text for u in span), end_char=span[-1].end_char, end_turn=span[-1].turn,
-                    fields=merged,
+                    fields=_kept(fields, item),
                 )  # fmt: skip
                 going_on[match.kind] = (earlier[0], last, earlier[2])
                 continue
             if match.kind in ("risk", "task"):
                 going_on[match.kind] = (first, last, len(items))
-            span = units[first : last + 1]
-            items.append(
-                KnowledgeItem(
-                    kind=match.kind,
-                    description=clip(description, 500),
-                    evidence=" ".join(u.text for u in span),
-                    start_char=span[0].start_char,
-                    end_char=span[-1].end_char,
-                    method="rules",
-                    segment_id=segment_id,
-                    start_turn=span[0].turn,
-                    end_turn=span[-1].turn,
-                    speakers=tuple(dict.fromkeys(u.speaker for u in span if u.speaker)),
-                    fields=fields,
-                )
-            )
+            items.append(_item(match.kind, units[first : last + 1], description, segment_id, fields))
     return items
 
 
-def _said_after(units: Sequence[Unit], position: int, first_in_turn: bool) -> dict[str, bool]:
-    """What a sentence follows (``classify``'s ``concluding``, ``accepted`` and ``replying``)."""
-    previous = units[position - 1].text.strip() if position > 0 else ""
-    concluding = not first_in_turn and BARE_MARKER.match(previous) is not None
-    return {
-        "concluding": concluding,
-        "accepted": not first_in_turn and ACCEPTED.search(previous) is not None,
-        "replying": _answers(units, position) or (concluding and _answers(units, position - 1)),
-    }
+def _item(
+    kind: ItemKind, span: Sequence[Unit], description: str, segment_id: int | None, fields: dict[str, Any]
+) -> KnowledgeItem:
+    return KnowledgeItem(
+        kind=kind,
+        description=clip(description, 500),
+        evidence=" ".join(u.text for u in span),
+        start_char=span[0].start_char,
+        end_char=span[-1].end_char,
+        method="rules",
+        segment_id=segment_id,
+        start_turn=span[0].turn,
+        end_turn=span[-1].turn,
+        speakers=tuple(dict.fromkeys(u.speaker for u in span if u.speaker)),
+        fields=fields,
+    )
 
 
-def _answers(units: Sequence[Unit], position: int) -> bool:
-    """Whether the sentence opens a turn that answers another speaker."""
-    before, unit = (units[position - 1], units[position]) if position > 0 else (None, None)
-    return before is not None and unit is not None and before.turn != unit.turn and before.speaker != unit.speaker
+def _kept(fields: dict[str, Any], earlier: KnowledgeItem) -> dict[str, Any]:
+    """The fields of one item said over two places: what the earlier place said, the later filling the gaps."""
+    return {**fields, **{k: v for k, v in earlier.fields.items() if v is not None}}
