@@ -35,8 +35,16 @@ CHANGES = {"done": "done", "cancelled": "cancelled", "handed_over": "reassigned"
            "rescheduled": "rescheduled", "closed": "closed"}  # fmt: skip
 
 
+LIST_MARKER = re.compile(r"^\s*(?:[-*+\u2022]|\d+[.)])\s+")
+
+
 def _normal(text: str) -> str:
     return " ".join(text.split()).casefold()
+
+
+def _quoted(quote: str) -> str:
+    """A label's quote as a note's item reads once taken from its list: "- Ray is offered to ..." -> "ray is ..."."""
+    return _normal(LIST_MARKER.sub("", quote))
 
 
 class OracleModel:
@@ -96,7 +104,7 @@ class OracleModel:
             for label in self.labels:
                 if not (day and label["meeting"].startswith(day.group(1)) and label["kind"] == "decision"):
                     continue
-                if _normal(label["quote"]) not in words:
+                if _quoted(label["quote"]) not in words:
                     continue
                 replaced = next((e for e in self.labels
                                  if e["project"] == label["project"] and e.get("superseded_by") == label["id"]), None)  # fmt: skip
@@ -110,7 +118,7 @@ class OracleModel:
     def _earlier(label: dict[str, Any], earlier: dict[str, tuple[str, str]]) -> tuple[str, str] | None:
         """The E-label of the earlier item that is ``label``'s: its statement (what the oracle described it
         as), or, for an item a notes section listed as written, the one whose words hold the label's quote."""
-        statement, quote = _normal(label["statement"]), _normal(label["quote"])
+        statement, quote = _normal(label["statement"]), _quoted(label["quote"])
         if statement in earlier:
             return earlier[statement]
         return next((target for description, target in earlier.items() if quote in description), None)

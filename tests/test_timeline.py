@@ -69,8 +69,10 @@ def test_decisions_of_one_meeting_stand_side_by_side_unless_one_says_it_changes_
         decision(2, at(2, 50, "m"), "ship color packag recycl"),  # same meeting, no change cue: both stand
         decision(3, at(2, 90, "m"), "actual ship color graphit white"),  # "actually, ...": replaces the first
         decision(4, at(2, 95, "m"), "retail price 89"),
+        decision(5, at(3, 0, "k"), "old carnegi build close public saturday 21 novemb"),
+        decision(6, at(3, 40, "k"), "librari reopen new civic centr build monday 11 januari"),  # "new" changes nothing
     ]
-    assert link(items, []).superseded_by == {1: 3, 2: None, 3: None, 4: None}
+    assert link(items, []).superseded_by == {1: 3, 2: None, 3: None, 4: None, 5: None, 6: None}
 
 
 def test_a_new_value_of_the_same_thing_supersedes_it_with_one_word_in_common():
@@ -252,6 +254,25 @@ def test_a_models_answer_that_a_decision_replaces_nothing_is_not_overruled_by_sh
         decision(3, at(9, 40), "furnitur budget 40k euro kitchen also"),  # no model asked: the words decide
     ]
     assert link(items, []).superseded_by == {1: 3, 2: None, 3: None}
+
+
+def test_a_models_link_holds_where_the_words_alone_would_read_a_restatement():
+    items = [
+        decision(1, at(2), "north slope roof strip new batten membran slate south"),
+        # "Re-roof both slopes, not just the north slope.": no change cue and no new word, but the model says it
+        decision(2, at(9), "roof slope north", supersedes="north slope roof strip new batten membran slate south"),
+        decision(3, at(16), "north slope roof"),  # no model asked: the same words only say it again
+    ]
+    assert link(items, []).superseded_by == {1: 2, 2: None, 3: None}
+
+
+def test_a_models_decisions_of_one_meeting_all_stand():
+    # "The three shows are named Night Shift, Small Plates and Back Pages.": "back" reads as a change cue
+    first = decision(1, at(2, 0, "m"), "three show launch togeth tuesday 3 novemb")
+    named = decision(2, at(2, 50, "m"), "three show name night shift small plate back page")
+    assert link([first, named], []).superseded_by == {1: 2, 2: None}  # words alone: a stated change
+    by_model = [replace(first, by_model=True), replace(named, by_model=True)]
+    assert link(by_model, []).superseded_by == {1: None, 2: None}  # the meeting's outcome, as a model took it
 
 
 def test_a_task_that_says_nothing_of_what_it_is_is_about_what_was_said_just_before_it():

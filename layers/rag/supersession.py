@@ -51,7 +51,7 @@ OLD_VALUE = "=old value"  # a pseudo-word: a change's context says a value of th
 # Words that say a decision replaces something (PostgreSQL English stems).
 CHANGE_CUES = frozenset(
     {"actual", "instead", "chang", "switch", "move", "revers", "revert", "back", "drop", "replac", "longer",
-     "rais", "cut", "cancel", "scrap", "overturn", "new", "anymor", "rather", "reconsid", "updat", "switchov"}
+     "rais", "cut", "cancel", "scrap", "overturn", "anymor", "rather", "reconsid", "updat", "switchov"}
 )  # fmt: skip
 _GOING = frozenset(
     {"go", "goe", "going", "went", "gone", "move", "moved", "moving", "come", "came", "coming", "push", "pushed",
@@ -136,7 +136,8 @@ def link_decisions(decisions: Sequence[TimedItem], timeline: Timeline, weights: 
         if earlier is None:
             continue
         original = restates.get(earlier.id, earlier.id)
-        if _restates(later, earlier) or (earlier.listed and earlier.at.same_meeting(later.at)):
+        # a model that names what a decision replaces has read both: no words of ours say it only repeats it
+        if not named and (_restates(later, earlier) or (earlier.listed and earlier.at.same_meeting(later.at))):
             restates[later.id] = original
             continue
         for replaced in current(before):  # the decision and every restatement of it
@@ -175,8 +176,10 @@ def proposed(description: object, candidates: Sequence[TimedItem]) -> TimedItem 
 def _closest_decision(later: TimedItem, candidates: Sequence[TimedItem], weights: Weights) -> TimedItem | None:
     best: tuple[float, TimedItem] | None = None
     for earlier in candidates:
-        if earlier.at.same_meeting(later.at) and not _changes_something(later):
-            continue  # within one meeting, only a stated change replaces what was just decided
+        if earlier.at.same_meeting(later.at) and (later.by_model or not _changes_something(later)):
+            # within one meeting, only a stated change replaces what was just decided; a model's decisions are what
+            # the meeting settled, and all stand
+            continue
         later_subject, earlier_subject = _topic(later.words), _topic(earlier.words)
         said = later_subject & earlier_subject
         around: frozenset[str] = frozenset()

@@ -35,6 +35,7 @@ class TimedItem:
     values: frozenset[str] = frozenset()  # a decision's days, months and amounts ("23", "decemb"; "16th" is "16")
     context_values: frozenset[str] = frozenset()  # those said just before it ("April is not happening"), no years
     choices: frozenset[str] = frozenset()  # a decision's proper names ("We switch to Pedalink": "pedalink")
+    by_model: bool = False  # taken by a chat model, which states what the meeting settled, not each step to it
 
     def spans(self, moment: Moment) -> bool:
         return self.at.same_meeting(moment) and self.at.position <= moment.position < max(self.end, self.at.position + 1)

@@ -459,6 +459,10 @@ def test_the_model_links_a_later_meeting_to_the_earlier_items_it_changes(db, loc
         {
             "decisions": [{**located(2, "We decided to move into the Harbor Street office on March 2.",
                                      "Move into the Harbor Street office on March 2."),
+                           "rationale": None, "owner": "Ines Duarte", "impact": None, "supersedes": None},
+                          # words that share the office and say "instead": a model's decisions of one meeting both stand
+                          {**located(4, "the furniture budget is forty thousand euros",
+                                     "The furniture moves to the Harbor Street office with us instead of into storage."),
                            "rationale": None, "owner": "Ines Duarte", "impact": None, "supersedes": None}],
             "risks": [{**located(5, "the landlord may not finish the network cabling",
                                  "The network cabling may not be finished before the move."),
@@ -476,9 +480,9 @@ def test_the_model_links_a_later_meeting_to_the_earlier_items_it_changes(db, loc
                            "supersedes": "E1"}],
             "risks": [], "opportunities": [], "tasks": [],
             "changes": [
-                {**located(1, "I sent the three removal quotes on Thursday", "unused"), "item": "E3", "change": "done",
+                {**located(1, "I sent the three removal quotes on Thursday", "unused"), "item": "E4", "change": "done",
                  "new_owner": None, "new_due_date": None},
-                {**located(3, "I'd call the cabling risk closed", "unused"), "item": "E2", "change": "closed",
+                {**located(3, "I'd call the cabling risk closed", "unused"), "item": "E3", "change": "closed",
                  "new_owner": None, "new_due_date": None},
                 {**located(3, "Yes, I'll take it.", "unused"), "item": "E1", "change": "done",  # names a decision
                  "new_owner": None, "new_due_date": None},
@@ -493,13 +497,14 @@ def test_the_model_links_a_later_meeting_to_the_earlier_items_it_changes(db, loc
     assert second.startswith(
         "Earlier items of this project that are still current or open:\n"
         "E1 (decision, 2026-01-12): Move into the Harbor Street office on March 2.\n"
-        "E2 (risk, 2026-01-12): The network cabling may not be finished before the move.\n"
-        "E3 (task, 2026-01-12): Get three quotes from removal companies.\n\n"
+        "E2 (decision, 2026-01-12): The furniture moves to the Harbor Street office with us instead of into storage.\n"
+        "E3 (risk, 2026-01-12): The network cabling may not be finished before the move.\n"
+        "E4 (task, 2026-01-12): Get three quotes from removal companies.\n\n"
         "Meeting date: 2026-01-26\n"
     )
     rows = db.execute("SELECT id, description, status, superseded_by, stated FROM decisions ORDER BY id").fetchall()
-    assert [(r[2], r[3]) for r in rows] == [("superseded", rows[1][0]), ("current", None)]
-    assert rows[1][4] == {"supersedes": "Move into the Harbor Street office on March 2."}
+    assert [(r[2], r[3]) for r in rows] == [("superseded", rows[2][0]), ("current", None), ("current", None)]
+    assert rows[2][4] == {"supersedes": "Move into the Harbor Street office on March 2."}
     assert db.execute("SELECT status FROM risks").fetchall() == [("closed",)]
     assert db.execute("SELECT status, assignee FROM tasks").fetchall() == [("done", "Mark Feld")]
     changes = db.execute(

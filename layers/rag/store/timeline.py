@@ -57,7 +57,7 @@ def _items(conn: psycopg.Connection, kind: str, scope: dict[str, Any]) -> list[T
     context = "tsvector_to_array(to_tsvector('english', coalesce(k.context, '')))" if kind != "risk" else "NULL"
     rows = conn.execute(
         f"""SELECT k.id, {_MOMENT_SQL}, tsvector_to_array(k.search_tsv) || {_COMPOUNDS_SQL.format(text="k.description")},
-                   k.description, k.stated, k.end_char, k.method = 'sections', {context}
+                   k.description, k.stated, k.end_char, k.method = 'sections', {context}, k.method = 'llm'
             FROM {table} k JOIN documents d ON d.id = k.document_id AND d.tenant_id = k.tenant_id
             WHERE k.tenant_id = %(tenant)s AND k.project_id = %(project)s
             ORDER BY 2 DESC, 3 DESC, k.id DESC LIMIT %(limit)s""",  # noqa: S608 - table names are constants
@@ -74,8 +74,9 @@ def _items(conn: psycopg.Connection, kind: str, scope: dict[str, Any]) -> list[T
             end,
             listed,
             frozenset(context or ()),
+            by_model=by_model,
         )
-        for id_, day, uploaded, document, position, words, description, stated, end, listed, context in rows
+        for id_, day, uploaded, document, position, words, description, stated, end, listed, context, by_model in rows
     ]
 
 
