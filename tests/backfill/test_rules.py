@@ -578,6 +578,10 @@ def test_a_request_the_classifier_reads_as_a_task_is_the_named_person_s():
         "I'll live with it.",
         "I'll take that back then.",
         "I don't want to lock on something I'll regret.",
+        "Then I'd really rather we only do SAML for this.",  # a preference, not a decision
+        "I'd rather we didn't end up in a dispute in the spring.",
+        "Two things since we decided to buy.",  # what was decided before, to date something
+        "Helen told subscriptions about the metered plan the same day we agreed it.",
     ],
 )
 def test_talk_the_classifier_may_read_as_a_task_or_a_decision_is_none(text):

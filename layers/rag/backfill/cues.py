@@ -160,8 +160,11 @@ SMALL_TALK = re.compile(
 NOT_DECISION = any_of(
     SMALL_TALK.pattern,
     r"\b(?:haven't|have\s+not|not\s+yet|didn't|did\s+not)\s+(?:\w+\s+)?(?:decided|agreed)\b",
-    # what was decided before, recalled to question it: "I know we decided it, but ..."
-    r"\bknow\s+we(?:'ve|\s+have)?\s+(?:decided|agreed)\b",
+    # what was decided before, recalled to question it or to date something: "I know we decided it, but ...", "Two
+    # things since we decided to buy."
+    r"\b(?:know|since|after|when|day)\s+we(?:'ve|\s+have)?\s+(?:decided|agreed)\b",
+    # a preference is not a decision: "I'd rather we didn't end up in a dispute", "I'd really rather not"
+    r"\bI'?d\s+(?:(?:really|much|honestly)\s+)?rather\b",
     # the call itself: "Fiona's camera is frozen"
     r"\b(?:camera|screen|video|picture|audio|mic|microphone)(?:'s|\s+is|\s+are)\s+(?:\w+\s+)?(?:frozen|stuck|off)\b",
     r"\blet's\s+not\b",
