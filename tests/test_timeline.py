@@ -221,6 +221,21 @@ def test_something_reported_done_that_no_task_asked_for_closes_the_risk_it_names
     assert timeline.change_targets == {19: None, 20: ("risk", 1), 21: None}
 
 
+def test_a_models_change_changes_only_the_item_it_names():
+    memory = TimedItem("risk", 1, at(2), words("big worri memori frame rate"), "My big worry is memory.", {})
+    again = TimedItem("risk", 2, at(9), words("memori remain biggest"), "Memory remains the biggest risk.", {})
+    cells = TimedItem("risk", 3, at(2, 9), words("supplier cell late"), "The cells may be late.", {})
+    delivery = task(4, at(2, 20), "get supplier cell deliv", "Dana Kim")
+    changes = [  # a model named these; it closes what it says is closed, and no more
+        change(20, at(16), "closed", "call memori problem close", proposed_target="My big worry is memory."),
+        change(21, at(16, 5), "done", "supplier cell deliv friday", proposed_target="get supplier cell deliv"),
+    ]
+    timeline = link([memory, again, cells, delivery], changes)
+    assert timeline.risk_status == {1: "closed", 2: "open", 3: "open"}
+    assert timeline.tasks[4].status == "done"
+    assert timeline.change_targets == {20: ("risk", 1), 21: ("task", 4)}
+
+
 def test_a_task_made_of_a_handovers_words_is_the_earlier_tasks_follow_up():
     original = task(1, at(2), "submit streetlight grant applic", "Sam Greene")
     # "James, could you take over the streetlight grant application from me?": a task and a handover at once.

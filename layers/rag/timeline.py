@@ -27,6 +27,8 @@ task about the BOM however differently the two are worded around it.
   Something reported done ("The fibre went live on the 1st") also closes the open risk it names, as a closure does,
   whether or not a task asked for it: the risk was that it would not happen. The report cites the task it closed,
   or else the risk.
+- A chat model names the earlier item each change is about and is asked for risk closures itself: its change changes
+  the item it names and nothing else, and its decisions of one meeting all stand (``rag.supersession``).
 """
 
 from __future__ import annotations
@@ -94,7 +96,8 @@ def link(items: Sequence[TimedItem], changes: Sequence[TimedChange], names: Iter
         if target is None:
             continue
         _apply(change, target, timeline)
-        if change.change == "closed":  # "the memory problem is closed": every open risk about memory, said again or not
+        # "the memory problem is closed": every open risk about memory, said again or not
+        if change.change == "closed" and not change.proposed_target:
             for item in _restatements(change, target, shared, timeline):
                 timeline.risk_status[item.id] = "closed"
         if change.change in ("reassigned", "rescheduled"):
@@ -102,8 +105,8 @@ def link(items: Sequence[TimedItem], changes: Sequence[TimedChange], names: Iter
                 if item.kind == "task" and item.id != target.id and item.spans(change.at):
                     follow_ups[item.id] = target.id
     # "The fibre went live on the 1st": the end of the risk it names (and of the task it answers), unless a closure said
-    # so already.
-    for report in reports:
+    # so already. A model's report names what it changes, a risk it ends among them.
+    for report in (r for r in reports if not r.proposed_target):
         closed = _target(replace(report, change="closed"), sharing(report), timeline, weights, implied=True)
         if closed is not None:
             timeline.change_targets[report.id] = timeline.change_targets[report.id] or ("risk", closed.id)
