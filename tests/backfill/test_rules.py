@@ -406,6 +406,8 @@ def test_a_decision_said_again_a_turn_or_two_later_is_one_described_by_its_fulle
 def test_a_restatement_shares_two_words_or_all_of_its_own(decided, later, restated):
     units = _turns((0, "A", decided), (1, "B", later))
     assert restates(units, 0, 1, decided) is restated
+    in_one_turn = _turns((0, "A", decided), (0, "A", "That's the main thing."), (0, "A", later))
+    assert restates(in_one_turn, 0, 2, decided) is restated
 
 
 def test_after_a_bare_okay_the_chair_settles_the_plan():
