@@ -584,6 +584,9 @@ def test_a_request_the_classifier_reads_as_a_task_is_the_named_person_s():
         "I'd rather we didn't end up in a dispute in the spring.",
         "Two things since we decided to buy.",  # what was decided before, to date something
         "Helen told subscriptions about the metered plan the same day we agreed it.",
+        "Right, let's be quick for Gareth's sake.",  # running the meeting
+        "Let's run the list from last time.",
+        "Let's keep both on the list.",
     ],
 )
 def test_talk_the_classifier_may_read_as_a_task_or_a_decision_is_none(text):

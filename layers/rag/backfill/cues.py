@@ -176,14 +176,15 @@ NOT_DECISION = any_of(
     # watching is not deciding: "let's keep an eye on that one", "let's keep it in mind"
     r"\bkeep(?:ing)?\s+(?:an\s+eye|track|(?:it|that|this)\s+in\s+mind|\w+ing\b)",
     # ... nor is keeping something open: "let's keep that one open", "we'll keep it on the risk list"
-    r"\bkeep(?:ing)?\s+(?:it|that|this|them|the\s+\w+)(?:\s+one)?\s+(?:(?:very\s+much|still)\s+)?(?:open|on\s+(?:the|our)\s+(?:\w+\s+)?(?:list|radar|agenda))\b",
+    r"\bkeep(?:ing)?\s+(?:it|that|this|them|both|the\s+\w+)(?:\s+one)?\s+(?:(?:very\s+much|still)\s+)?(?:open|on\s+(?:the|our)\s+(?:\w+\s+)?(?:list|radar|agenda))\b",
     # running the meeting: "we move on", "we pick this up next week", "we stick to the agenda"
     r"\bwe(?:'re|'ll|\s+will)?\s+(?:(?:now|just)\s+)?(?:mov(?:e|ing)\s+on|pick(?:ing)?\s+(?:this|that|it)\s+up|stick(?:ing)?\s+to\s+the\s+agenda|"
     r"open(?:ing)?\s+(?:the|this)\s+(?:meeting|call|session)|clos(?:e|ing)\s+(?:the|this)\s+(?:meeting|call|session))\b",
-    # ... the order of the agenda or the call itself: "let's take the dates first", "let's keep this short", "see you
-    # in two weeks"
+    # ... the order of the agenda or the call itself: "let's take the dates first", "let's keep this short", "let's be
+    # quick", "let's run the list from last time", "see you in two weeks"
     r"\blet's\s+(?:(?:take|do|start\s+with|begin\s+with|look\s+at)\s+(?:the\s+)?[\w'-]+(?:\s+[\w'-]+)?\s+first|"
-    r"keep\s+(?:this|it)\s+(?:short|brief|quick))\b",
+    r"keep\s+(?:this|it)\s+(?:short|brief|quick)|be\s+(?:quick|brief)|"
+    r"(?:run|go|walk)\s+(?:through\s+)?(?:the|our)\s+(?:\w+\s+)?(?:list|actions|action\s+items|agenda))\b",
     r"\bsee\s+you\s+(?:all\s+)?(?:in|on|next|at|then|tomorrow)\b",
     # the chair giving the floor: "we go back to Mr. Ortiz", "we now move to questions", "the floor goes to"
     r"\b(?:move|moves|go|goes)\s+(?:back\s+)?to\s+(?:Mr|Ms|Mrs|Dr|Senator|Minister|Madam|questions?|item|"
