@@ -117,8 +117,8 @@ STEM_CHARS = 5  # "caption" / "captions", "month" / "months": a word's first let
 
 def restates(units: Sequence[Unit], previous: int, position: int, decided: str) -> bool:
     """Whether the sentence at ``position`` says again the decision ``decided`` that ended at sentence ``previous``,
-    later in its turn or a turn or two later: both share two content words, or one's content words are all in the other ("Fifty-fifty it
-    is.")."""
+    later in its turn or a turn or two later: both share two content words, or one's content words are all in the
+    other ("Fifty-fifty it is.")."""
     earlier, later = units[previous].turn, units[position].turn
     if earlier is None or later is None or not 0 <= later - earlier <= RESTATED_WITHIN_TURNS:
         return False
