@@ -278,27 +278,21 @@ def extract_by_rules(
                 last = task_with_answer(units, position, fields, people, meeting_date, answered)
             if match.kind == "risk":
                 fields["mitigation"] = mitigation(units, position)
-            said_again = decided_at is not None and (
-                follows_in_turn(units, decided_at[1], position) or (agreement and decided_at[1] >= first)
-            )
-            if (
-                match.kind == "decision"
-                and decided_at is not None
-                and not said_again
-                and restates(units, decided_at[1], position, items[decided_at[2]].description)
-            ):
-                # "We upgrade to 2022 LTS." - "Agreed, we upgrade to Unity 2022 LTS.": one decision, the fuller words
+            if match.kind == "decision" and decided_at is not None:
                 decided = items[decided_at[2]]
-                longer = max(description, decided.description, key=lambda words: len(words.split()))
-                span = units[decided_at[0] : last + 1]
-                items[decided_at[2]] = _item(match.kind, span, longer, segment_id, _kept(fields, decided))
-                decided_at = (decided_at[0], last, decided_at[2])
-                continue
-            if match.kind == "decision" and decided_at is not None and said_again:
-                # "Then let's go to a hundred and fifty. Tickets are $150 this year.": one decision, said twice (or
-                # agreed to); the later sentence, usually the precise one (or the proposal agreed to), describes it.
-                first = min(first, decided_at[0])
-                del items[decided_at[2]]
+                said_again = follows_in_turn(units, decided_at[1], position) or (agreement and decided_at[1] >= first)
+                if said_again or restates(units, decided_at[1], position, decided.description):
+                    # One decision said twice: in the next sentence or agreed to ("Then let's go to a hundred and
+                    # fifty. Tickets are $150 this year."), the later sentence (usually the precise one, or the
+                    # proposal agreed to) describes it; later in the turn or a turn or two on ("We upgrade to 2022
+                    # LTS." - "Agreed, we upgrade to Unity 2022 LTS."), the fuller words.
+                    if not said_again:
+                        description = max(description, decided.description, key=lambda words: len(words.split()))
+                        fields = _kept(fields, decided)
+                    start = min(first, decided_at[0])
+                    items[decided_at[2]] = _item(match.kind, units[start : last + 1], description, segment_id, fields)
+                    decided_at = (start, last, decided_at[2])
+                    continue
             if match.kind == "decision":
                 decided_at = (first, last, len(items))
             if (
