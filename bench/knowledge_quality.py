@@ -22,9 +22,10 @@ Matching (``match``): an extracted item matches a label when both are of the sam
 the same meeting and their places overlap: the item's turn range ``[start_turn, end_turn]`` meets
 the label's ``turns``, or, in Markdown notes, the lines the item's characters span include the
 label's ``line``. Each label matches at most one item and each item at most one label; among
-overlapping pairs the narrowest item is taken first, then the one starting nearest the label. An
-item left unmatched that overlaps one of a same-kind label's ``updates`` (a restatement, a "done")
-is neither right nor wrong; every other unmatched item is a false positive, duplicates included.
+overlapping pairs the narrowest item is taken first, then the one starting nearest the label, then
+one whose description holds the label's quote (two items of one turn). An item left unmatched that
+overlaps one of a same-kind label's ``updates`` (a restatement, a "done") is neither right nor
+wrong; every other unmatched item is a false positive, duplicates included.
 
 Figures (``score``): precision = matched items / (items - neutral ones) and recall = matched labels
 / labels, per kind; over the matched tasks, the share whose assignee is the label's owner (case and
@@ -159,14 +160,22 @@ def line_range(body: str, start_char: int, end_char: int) -> tuple[int, int]:
 def match(labels: Sequence[Label], extracted: Sequence[Extracted]) -> Matching:
     """Pair labels with extracted items (the rule is in the module docstring)."""
     candidates = [
-        (item.place.last - item.place.first, abs(item.place.first - label.place.first), label.id, item.id, label, item)
+        (
+            item.place.last - item.place.first,
+            abs(item.place.first - label.place.first),
+            not _quotes(item, label),
+            label.id,
+            item.id,
+            label,
+            item,
+        )
         for label in labels
         for item in extracted
         if item.kind == label.kind and item.place.overlaps(label.place)
     ]
     matching = Matching()
     taken: set[tuple[str, int]] = set()  # (kind, id): each knowledge table numbers its own rows
-    for *_, label, item in sorted(candidates, key=lambda c: c[:4]):
+    for *_, label, item in sorted(candidates, key=lambda c: c[:5]):
         if label.id not in matching.pairs and (item.kind, item.id) not in taken:
             matching.pairs[label.id] = item
             taken.add((item.kind, item.id))
@@ -178,6 +187,15 @@ def match(labels: Sequence[Label], extracted: Sequence[Extracted]) -> Matching:
         )
         (matching.neutral if later_mention else matching.false_positives).append(item)
     return matching
+
+
+def _quotes(item: Extracted, label: Label) -> bool:
+    """Whether the item's description holds the label's quote (two items said in one turn: the one it quotes)."""
+    return _folded(label.quote) in _folded(item.description)
+
+
+def _folded(text: str) -> str:
+    return " ".join("".join(c if c.isalnum() else " " for c in text).split()).casefold()
 
 
 def _ratio(numerator: int, denominator: int) -> dict[str, Any]:

@@ -10,7 +10,8 @@ description"). It answers as a model that agrees with the note-taker would:
   ``statement``, with the owner who first took it (``assigned_to``), the first due date said
   (``first_due``), and for a decision the E-label of the earlier decision it replaces;
 - every later mention a label lists (``updates``) that is on one of the lines and reports the item
-  done, cancelled, handed over, rescheduled or closed, as a change of that item's E-label;
+  done, cancelled, handed over, rescheduled or closed, as a change of that item's E-label (a handover
+  with the label's new due date when no other mention moves it);
 - asked which earlier decision the decisions a notes section lists replace ("L1: description"), the
   E-label of the one each labelled decision replaces.
 
@@ -45,6 +46,14 @@ def _normal(text: str) -> str:
 def _quoted(quote: str) -> str:
     """A label's quote as a note's item reads once taken from its list: "- Ray is offered to ..." -> "ray is ..."."""
     return _normal(LIST_MARKER.sub("", quote))
+
+
+def _dates_handover(label: dict[str, Any], change: str) -> bool:
+    """Whether a handover also gives the task its new date: the label's due date moved and no later mention of it
+    is a rescheduling of its own ("Derek, would you take it on? By the 8th?")."""
+    moved = label.get("due") != label.get("first_due", label.get("due"))
+    rescheduled = any(CHANGES.get(u.get("change", "")) == "rescheduled" for u in label.get("updates", []))
+    return change == "reassigned" and moved and not rescheduled
 
 
 class OracleModel:
@@ -88,7 +97,8 @@ class OracleModel:
                     answer["changes"].append(
                         {"first": line, "last": line, "evidence": update["quote"], "item": target[0], "change": change,
                          "new_owner": label.get("owner") if change == "reassigned" else None,
-                         "new_due_date": label.get("due") if change == "rescheduled" else None}
+                         "new_due_date": label.get("due") if change == "rescheduled" or _dates_handover(label, change)
+                         else None}
                     )  # fmt: skip
         self.answered += 1
         return answer

@@ -87,6 +87,11 @@ def test_knowledge_items_match_labels_of_their_kind_meeting_and_turns_and_later_
 
     assert matching.pairs["D1"].id == 2  # the narrowest first, then the one starting nearest the label
     assert [i.id for i in matching.false_positives] == [1, 3, 4] and [i.id for i in matching.neutral] == [5]
+    # two items of one turn: the one whose description holds the quote, whichever was stored first
+    quoted = Label("D2", "decision", Place("d.txt", 19, 19), "We launch on 15 June instead")
+    reasons = Extracted(6, "decision", Place("d.txt", 19, 19), "Ten weeks takes us to the end of May.")
+    launch = Extracted(7, "decision", Place("d.txt", 19, 19), "We launch on 15 June, instead.")
+    assert kq.match([quoted], [reasons, launch]).pairs["D2"] is launch
     assert figures["decision_precision"] == {"value": 0.333, "n": 1, "of": 3}
     assert figures["decision_recall"] == {"value": 1.0, "n": 1, "of": 1}
     assert figures["risk_precision"] == {"value": 0.0, "n": 0, "of": 1}
@@ -289,8 +294,9 @@ def test_the_oracle_model_answers_what_the_labels_say_of_the_lines_it_is_shown(t
         "[4] Ines: Ines will take the quotes over."
     )
     assert [(d["first"], d["supersedes"]) for d in second["decisions"]] == [(3, "E1")]
-    assert [(c["first"], c["item"], c["change"], c["new_owner"]) for c in second["changes"]] == [
-        (4, "E2", "reassigned", "Ines Duarte"), (1, "E2", "done", None)
+    # the handover also gives the new date: the label's due date moved and no mention of it reschedules it
+    assert [(c["first"], c["item"], c["change"], c["new_owner"], c["new_due_date"]) for c in second["changes"]] == [
+        (4, "E2", "reassigned", "Ines Duarte", "2026-01-30"), (1, "E2", "done", None, None)
     ]  # fmt: skip
     listed = oracle({
         "response_format": {"json_schema": {"name": "ListedDecisionLinks"}},

@@ -251,6 +251,36 @@ def test_a_task_made_of_a_handovers_words_is_the_earlier_tasks_follow_up():
     assert timeline.tasks[2] == timeline.tasks[1]
 
 
+def test_a_later_notes_action_item_listing_an_earlier_task_says_where_it_stands_now():
+    booking = task(1, at(2), "book salsa audit date march", "Niamh Doherty", "2026-03-13")
+    quote = task(2, at(2, 50), "quot grp switchroom modulec", "Gareth Pryce", "2026-03-31")
+    notes = "m9"
+
+    def listed(id_: int, position: int, text: str, assignee: str, due: str) -> TimedItem:
+        return replace(task(id_, at(9, position, notes), text, assignee, due), listed=True, end=position + 40)
+
+    items = [
+        booking,
+        quote,
+        # "- Gareth Pryce: book the SALSA audit (taken over from Niamh), due 27 February"
+        listed(3, 100, "book salsa audit taken niamh", "Gareth Pryce", "2026-03-27"),
+        # "- Gareth Pryce: get three quotes for the brick switchroom": another task on a shared word or two
+        listed(4, 200, "three quot brick switchroom", "Gareth Pryce", "2026-04-10"),
+        # the same notes' discussion said it first: a list restating its own meeting changes nothing earlier
+        replace(task(5, at(9, 10, notes), "rerun soak test", "Omar Haddad"), end=40),
+        listed(6, 300, "rerun soak test revis c", "Omar Haddad", "2026-03-20"),
+    ]
+    done = change(10, at(16), "done", "salsa audit book")
+    timeline = link(items, [done], names=["niamh", "doherti", "gareth", "pryce", "omar", "haddad"])
+
+    assert (timeline.tasks[1].assignee, timeline.tasks[1].due_date) == ("Gareth Pryce", date(2026, 3, 27))
+    assert timeline.tasks[3] == timeline.tasks[1]  # the listed line shows the task it lists
+    assert timeline.change_targets == {10: ("task", 1)}  # and the later report closes that task
+    assert timeline.tasks[1].status == "done"
+    assert (timeline.tasks[2].due_date, timeline.tasks[4].due_date) == (date(2026, 3, 31), date(2026, 4, 10))
+    assert (timeline.tasks[5].due_date, timeline.tasks[6].due_date) == (None, date(2026, 3, 20))
+
+
 def test_names_dates_and_contractions_are_not_what_a_task_is_about():
     items = [
         task(1, at(2), "dana send bom februari 13", "Dana Kim"),

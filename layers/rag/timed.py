@@ -45,7 +45,7 @@ class TimedItem:
 class TimedChange:
     id: int
     at: Moment
-    change: str  # done | cancelled | reassigned | rescheduled | closed
+    change: str  # done | cancelled | reassigned | rescheduled | closed; relisted: a notes action item (rag.timeline)
     words: frozenset[str]
     context_words: frozenset[str] = frozenset()
     speakers: tuple[str, ...] = ()

@@ -22,6 +22,9 @@ task about the BOM however differently the two are worded around it.
   A task extracted from the very words of a handover or a new date ("James, could you take
   over the grant application?") is that earlier task's follow-up, not a task of its own: it
   shows the earlier task's state and no later change is linked to it.
+  A task a later meeting's notes list under their action items that says most of an earlier open task's words
+  ("Gareth Pryce: book the SALSA audit (taken over from Niamh), due 27 February") is that task listed again: its
+  owner, due date and a done or cancelled status are the task's now, and it is the task's follow-up.
 - A risk closed ("I think we can call the memory problem closed") closes, with the risk it names, every other open
   risk holding the words that named it: the same risk said again in other words ("Memory remains the biggest risk").
   Something reported done ("The fibre went live on the 1st") also closes the open risk it names, as a closure does,
@@ -50,6 +53,7 @@ CHANGE_MIN_COVERAGE = 0.2
 CLOSURE_MIN_COVERAGE = 0.05  # "the credit risk is closed": the cue says the rest
 IMPLIED_MIN_COVERAGE = 0.1  # "The fibre went live": one rare word of the risk, said in a later meeting
 PROMISE_WINDOW_DAYS = 14  # a promised date moves a task due within two weeks of the meeting that promises it
+RELISTED_MIN_COVERAGE = 0.5  # a notes action item is the earlier task listed again when it says most of it
 OWNER_REPORT_BONUS = 0.2  # a "done" or a new date said by the task's own owner, or naming them ("Gareth sent ...")
 
 
@@ -62,6 +66,8 @@ def link(items: Sequence[TimedItem], changes: Sequence[TimedChange], names: Iter
     items = [_with_subject(item, people) for item in items]
     changes = [_with_subject(change, people) for change in changes]
     weights = Weights([i.words for i in items] + [c.words | c.context_words for c in changes])
+    relisted = {-item.id: item for item in items if item.kind == "task" and item.listed}
+    changes += [TimedChange(id_, item.at, "relisted", item.words) for id_, item in relisted.items()]
     timeline = Timeline()
     link_decisions([i for i in items if i.kind == "decision"], timeline, weights)
     for item in items:
@@ -95,12 +101,12 @@ def link(items: Sequence[TimedItem], changes: Sequence[TimedChange], names: Iter
         unnamed += [change] if change.change == "done" and target is None else []
         if target is None:
             continue
-        _apply(change, target, timeline)
+        _apply(change, target, timeline, relisted.get(change.id))
         # "the memory problem is closed": every open risk about memory, said again or not
         if change.change == "closed" and not change.proposed_target:
             for item in _restatements(change, target, shared, timeline):
                 timeline.risk_status[item.id] = "closed"
-        if change.change in ("reassigned", "rescheduled"):
+        if change.change in ("reassigned", "rescheduled", "relisted"):
             for item in candidates:
                 if item.kind == "task" and item.id != target.id and item.spans(change.at):
                     follow_ups[item.id] = target.id
@@ -123,6 +129,8 @@ def link(items: Sequence[TimedItem], changes: Sequence[TimedChange], names: Iter
             _apply(report, task, timeline)
     for follow_up, original in follow_ups.items():
         timeline.tasks[follow_up] = timeline.tasks[original]
+    for id_ in relisted:  # no statement of its own to store
+        del timeline.change_targets[id_]
     return timeline
 
 
@@ -155,7 +163,7 @@ def _target(
         item
         for item in candidates
         if item.kind == wanted_kind and item.at < change.at and not item.spans(change.at) and _is_open(item, timeline)
-        and not (implied and item.at.same_meeting(change.at))
+        and not ((implied or change.change == "relisted") and item.at.same_meeting(change.at))
     ]  # fmt: skip
     named = proposed(change.proposed_target, open_now)
     if named is not None:
@@ -171,7 +179,10 @@ def _target(
         coverage = shared_weight / max(weights.of(item.words), 1e-9)
         if item.kind == "task" and change.change != "reassigned" and _owner_speaks(change, timeline.tasks[item.id]):
             coverage += OWNER_REPORT_BONUS
-        if coverage < (CLOSURE_MIN_COVERAGE if closure else IMPLIED_MIN_COVERAGE if implied else CHANGE_MIN_COVERAGE):
+        if coverage < (
+            CLOSURE_MIN_COVERAGE if closure else IMPLIED_MIN_COVERAGE if implied
+            else RELISTED_MIN_COVERAGE if change.change == "relisted" else CHANGE_MIN_COVERAGE
+        ):  # fmt: skip
             continue
         # A closure names its risk by a word or two of a long sentence: the rarest shared words decide.
         score = shared_weight + coverage if closure else coverage
@@ -230,12 +241,16 @@ def _owner_speaks(change: TimedChange, task: TaskState) -> bool:
     return bool(owner) and (named or any(speaker.casefold() == owner for speaker in change.speakers))
 
 
-def _apply(change: TimedChange, target: TimedItem, timeline: Timeline) -> None:
+def _apply(change: TimedChange, target: TimedItem, timeline: Timeline, listed: TimedItem | None = None) -> None:
     if target.kind == "risk":
         timeline.risk_status[target.id] = "closed"
         return
     task = timeline.tasks[target.id]
-    if change.change in ("done", "cancelled"):
+    if listed is not None:  # where the notes' list says the task stands now
+        now = timeline.tasks[listed.id]
+        task.assignee, task.due_date = now.assignee or task.assignee, now.due_date or task.due_date
+        task.status = now.status if now.status in ("done", "cancelled") else task.status
+    elif change.change in ("done", "cancelled"):
         task.status = change.change
     elif change.change == "reassigned" and change.new_value:
         task.assignee = change.new_value

@@ -445,15 +445,8 @@ def test_the_model_links_a_later_meeting_to_the_earlier_items_it_changes(db, loc
     """The prompt lists the project's earlier open items (E1, E2, ...); the model's links are stored and applied."""
     kickoff, update = sorted((FIXTURES / "timeline").iterdir())[:2]
 
-    def backfill(path):  # segments offline: only the extraction's prompt is under test
-        ingest_file(db, path, local_embedder, project="office", meeting_date=date.fromisoformat(path.name[:10]))
-        for stage in ("segment", "embed"):
-            run_named_stage(db, settings, stage, 10, embedder=local_embedder)
-        result = run_named_stage(db, llm_settings, "extract", 10, embedder=local_embedder)
-        assert result.processed == 1, db.execute("SELECT backfill_error FROM documents").fetchall()
-
-    def located(first, evidence, description):
-        return {"first": first, "last": first, "evidence": evidence, "description": description}
+    def backfill(path):
+        extract_with_model(db, path, settings, llm_settings, local_embedder)
 
     fake.chat_responses += [
         {
@@ -513,6 +506,43 @@ def test_the_model_links_a_later_meeting_to_the_earlier_items_it_changes(db, loc
     assert changes == [
         ("done", "I sent the three removal quotes on Thursday", "llm", "task", 1),
         ("closed", "I'd call the cabling risk closed", "llm", "risk", 3),
+    ]
+
+
+def extract_with_model(db, path, settings, llm_settings, local_embedder):
+    """A meeting ingested into the office project, segmented offline and extracted by the (fake) model: only the
+    extraction's prompt and answer are under test."""
+    ingest_file(db, path, local_embedder, project="office", meeting_date=date.fromisoformat(path.name[:10]))
+    for stage in ("segment", "embed"):
+        run_named_stage(db, settings, stage, 10, embedder=local_embedder)
+    result = run_named_stage(db, llm_settings, "extract", 10, embedder=local_embedder)
+    assert result.processed == 1, db.execute("SELECT backfill_error FROM documents").fetchall()
+
+
+def located(first, evidence, description):
+    return {"first": first, "last": first, "evidence": evidence, "description": description}
+
+
+def test_a_handover_the_model_dates_moves_the_task_too(db, local_embedder, fake, llm_settings, settings):
+    """ "Raj, can you take the quotes? By the 30th?": one change of the model's that hands the task over and gives
+    it a new date changes both its owner and its due date, each with the evidence."""
+    kickoff, update = sorted((FIXTURES / "timeline").iterdir())[:2]
+    quotes = {**located(6, "get three quotes from removal companies by January 23", "Get three quotes."),
+              "assignee": "Mark", "due_date": "2026-01-23", "status": "open"}  # fmt: skip
+    handover = {**located(1, "Raj, could you take the removal quotes over, by the 30th?", "unused"), "item": "E1",
+                "change": "reassigned", "new_owner": "Raj Patel", "new_due_date": "2026-01-30"}  # fmt: skip
+    fake.chat_responses += [
+        {"decisions": [], "risks": [], "opportunities": [], "tasks": [quotes], "changes": []},
+        {"decisions": [], "risks": [], "opportunities": [], "tasks": [], "changes": [handover]},
+    ]  # fmt: skip
+    extract_with_model(db, kickoff, settings, llm_settings, local_embedder)
+    extract_with_model(db, update, settings, llm_settings, local_embedder)
+
+    assert db.execute("SELECT assignee, due_date, status FROM tasks").fetchall() == [("Raj Patel", date(2026, 1, 30), "open")]
+    changes = db.execute("SELECT change, new_value, target_kind, evidence FROM knowledge_changes ORDER BY change")
+    assert changes.fetchall() == [
+        ("reassigned", "Raj Patel", "task", handover["evidence"]),
+        ("rescheduled", "2026-01-30", "task", handover["evidence"]),
     ]
 
 

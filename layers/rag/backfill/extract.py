@@ -163,7 +163,9 @@ class ProposedChange(BaseModel):
     item: str = Field(description="the label (E1, E2, ...) of the earlier task or risk it changes")
     change: Literal["done", "cancelled", "reassigned", "rescheduled", "closed"]
     new_owner: str | None = Field(description="reassigned: who owns the task now, else null")
-    new_due_date: str | None = Field(description="rescheduled: the new ISO date YYYY-MM-DD, else null")
+    new_due_date: str | None = Field(
+        description="rescheduled, or reassigned with a new date: the new ISO date YYYY-MM-DD, else null"
+    )
 
 
 class ProposedKnowledge(BaseModel):
@@ -259,13 +261,9 @@ def extract_with_llm(
         if target is None:
             continue  # names no earlier item of the kind it changes: nothing to link
         covered = covered_by(f"change of {proposed_change.item}", proposed_change.first, proposed_change.last)
-        new_value = proposed_change.new_owner if proposed_change.change == "reassigned" else None
-        if proposed_change.change == "rescheduled":
-            new_due = _iso_date(proposed_change.new_due_date)
-            new_value = new_due.isoformat() if new_due else None
-        changes.append(
+        changes += [
             KnowledgeChange(
-                change=proposed_change.change,
+                change=change,
                 evidence=clip(proposed_change.evidence, 2000),
                 method="llm",
                 segment_id=segment.id,
@@ -273,8 +271,20 @@ def extract_with_llm(
                 proposed_target=target,
                 **_place(covered),
             )
-        )
+            for change, new_value in _stated_changes(proposed_change)
+        ]
     return Extracted(items, changes)
+
+
+def _stated_changes(proposed: ProposedChange) -> list[tuple[str, str | None]]:
+    """The changes (and their new values) one proposed change states: a handover that also gives a new date ("Derek,
+    would you take it on, by the 8th?") hands the task over and moves it."""
+    new_due = _iso_date(proposed.new_due_date)
+    if proposed.change == "rescheduled":
+        return [("rescheduled", new_due.isoformat() if new_due else None)]
+    if proposed.change != "reassigned":
+        return [(proposed.change, None)]
+    return [("reassigned", proposed.new_owner)] + ([("rescheduled", new_due.isoformat())] if new_due else [])
 
 
 def _place(covered: Sequence[Unit]) -> dict[str, Any]:
