@@ -23,9 +23,11 @@ the same meeting and their places overlap: the item's turn range ``[start_turn, 
 the label's ``turns``, or, in Markdown notes, the lines the item's characters span include the
 label's ``line``. Each label matches at most one item and each item at most one label; among
 overlapping pairs the narrowest item is taken first, then the one starting nearest the label, then
-one whose description holds the label's quote (two items of one turn). An item left unmatched that
-overlaps one of a same-kind label's ``updates`` (a restatement, a "done") is neither right nor
-wrong; every other unmatched item is a false positive, duplicates included.
+one whose description holds the label's quote (two items of one turn). A label no item overlaps
+matches an item at one of its ``updates`` in its own meeting: the same item said again there, as
+notes list under "Decisions" what their prose says. An item left unmatched that overlaps one of a
+same-kind label's ``updates`` (a restatement, a "done") is neither right nor wrong; every other
+unmatched item is a false positive, duplicates included.
 
 Figures (``score``): precision = matched items / (items - neutral ones) and recall = matched labels
 / labels, per kind; over the matched tasks, the share whose assignee is the label's owner (case and
@@ -177,6 +179,13 @@ def match(labels: Sequence[Label], extracted: Sequence[Extracted]) -> Matching:
     taken: set[tuple[str, int]] = set()  # (kind, id): each knowledge table numbers its own rows
     for *_, label, item in sorted(candidates, key=lambda c: c[:5]):
         if label.id not in matching.pairs and (item.kind, item.id) not in taken:
+            matching.pairs[label.id] = item
+            taken.add((item.kind, item.id))
+    for label in labels:  # none where it sits: the same item said again in its own meeting (notes' prose, list)
+        again = [u for u in label.updates if u.meeting == label.place.meeting]
+        item = next((i for i in extracted if i.kind == label.kind and (i.kind, i.id) not in taken
+                     and any(i.place.overlaps(u) for u in again)), None) if label.id not in matching.pairs else None  # fmt: skip
+        if item is not None:
             matching.pairs[label.id] = item
             taken.add((item.kind, item.id))
     for item in extracted:

@@ -6,7 +6,8 @@ what the real prompt holds, and nothing else: the meeting date, the numbered lin
 ("[n] Speaker: words" or "[n] sentence") and the project's earlier items ("E1 (decision, date):
 description"). It answers as a model that agrees with the note-taker would:
 
-- every labelled item whose quote is on one of the lines, at that line, described by the label's
+- every labelled item whose quote is on one of the lines and not in what the document lists under its
+  own headings (shown as "- kind: description"), at that line, described by the label's
   ``statement``, with the owner who first took it (``assigned_to``), the first due date said
   (``first_due``), and for a decision the E-label of the earlier decision it replaces;
 - every later mention a label lists (``updates``) that is on one of the lines and reports the item
@@ -31,6 +32,7 @@ from typing import Any
 NUMBERED = re.compile(r"^\[(\d+)\] (.*)$", re.MULTILINE)
 EARLIER = re.compile(r"^(E\d+) \((\w+), [^)]*\): (.*)$", re.MULTILINE)
 LISTED = re.compile(r"^(L\d+): (.*)$", re.MULTILINE)
+LISTED_ITEM = re.compile(r"^- (decision|risk|opportunity|task): (.*)$", re.MULTILINE)  # what the document lists
 MEETING_DATE = re.compile(r"^Meeting date: (\d{4}-\d{2}-\d{2})$", re.MULTILINE)
 CHANGES = {"done": "done", "cancelled": "cancelled", "handed_over": "reassigned", "reassigned": "reassigned",
            "rescheduled": "rescheduled", "closed": "closed"}  # fmt: skip
@@ -80,12 +82,14 @@ class OracleModel:
         day = MEETING_DATE.search(prompt)
         lines = {int(n): _normal(text) for n, text in NUMBERED.findall(prompt)}
         earlier = {_normal(description): (label, kind) for label, kind, description in EARLIER.findall(prompt)}
+        listed = [(kind, _normal(description)) for kind, description in LISTED_ITEM.findall(prompt)]
         meeting_day = day.group(1) if day else None
         answer: dict[str, list[dict[str, Any]]] = {"decisions": [], "risks": [], "opportunities": [], "tasks": [], "changes": []}
         for label in self.labels:
             if meeting_day and label["meeting"].startswith(meeting_day):
                 line = self._line_of(label["quote"], lines)
-                if line is not None:
+                recorded = any(kind == label["kind"] and _quoted(label["quote"]) in said for kind, said in listed)
+                if line is not None and not recorded:  # the notes' prose saying again what their list holds
                     self._add_item(answer, label, line, earlier)
             for update in label.get("updates", []):
                 change = CHANGES.get(update.get("change", ""))

@@ -92,6 +92,9 @@ def test_knowledge_items_match_labels_of_their_kind_meeting_and_turns_and_later_
     reasons = Extracted(6, "decision", Place("d.txt", 19, 19), "Ten weeks takes us to the end of May.")
     launch = Extracted(7, "decision", Place("d.txt", 19, 19), "We launch on 15 June, instead.")
     assert kq.match([quoted], [reasons, launch]).pairs["D2"] is launch
+    # nothing where a label sits: the same decision said again in its own meeting (notes' prose, then their list)
+    prose = Label("D3", "decision", Place("n.md", 13, 13), "q", updates=(Place("n.md", 49, 49),))
+    assert kq.match([prose], [Extracted(8, "decision", Place("n.md", 49, 49))]).pairs["D3"].id == 8
     assert figures["decision_precision"] == {"value": 0.333, "n": 1, "of": 3}
     assert figures["decision_recall"] == {"value": 1.0, "n": 1, "of": 1}
     assert figures["risk_precision"] == {"value": 0.0, "n": 0, "of": 1}
@@ -287,6 +290,10 @@ def test_the_oracle_model_answers_what_the_labels_say_of_the_lines_it_is_shown(t
     assert [(d["first"], d["description"], d["supersedes"]) for d in first["decisions"]] == [(1, "Move on March 2", None)]
     assert [(t["first"], t["assignee"], t["due_date"]) for t in first["tasks"]] == [(2, "Mark Feld", "2026-01-23")]
     assert first["changes"] == []
+    recorded = ask("Items this document already lists under its own headings (do not extract them again):\n"
+                   "- decision: We move on March 2.\n\nMeeting date: 2026-01-12\nSegment: move\n\n"
+                   "[1] Ines: So we move on March 2.")  # fmt: skip
+    assert recorded["decisions"] == []  # the prose saying again what the document lists
     second = ask(
         "Earlier items of this project that are still current or open:\n"
         "E1 (decision, 2026-01-12): Move on March 2\nE2 (task, 2026-01-12): Get three removal quotes\n\n"

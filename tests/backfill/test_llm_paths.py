@@ -572,7 +572,10 @@ def test_with_a_model_a_change_listed_in_a_notes_section_is_still_found(
     assert run_named_stage(db, llm_settings, "extract", 10, embedder=local_embedder).processed == 1
 
     [request] = chat_requests(fake)
-    assert "sent the three removal quotes" not in request["body"]["messages"][1]["content"]  # listed: not the model's
+    # listed: not the model's to read, only shown as recorded
+    prompt = request["body"]["messages"][1]["content"]
+    assert "sent the three removal quotes" not in prompt.split("\nSegment: ")[1]
+    assert "already lists under its own headings (do not extract them again):\n- task: Mark Feld sent the" in prompt
     linked = db.execute("SELECT change, method, target_kind, evidence FROM knowledge_changes WHERE target_id IS NOT NULL")
     assert linked.fetchall() == [("done", "rules", "task", "- Mark Feld sent the three removal quotes to Ines on Friday.")]
     quotes = db.execute("SELECT status FROM tasks WHERE description ILIKE '%%quotes%%'").fetchall()
@@ -604,7 +607,9 @@ def test_with_a_model_a_decision_listed_in_notes_links_to_what_the_model_says_it
     assert run_named_stage(db, llm_settings, "extract", 10, embedder=local_embedder).processed == 1
 
     extraction, linking = chat_requests(fake)
-    assert "Harbor Street is on March 16" not in extraction["body"]["messages"][1]["content"]
+    prompt = extraction["body"]["messages"][1]["content"]
+    assert "Harbor Street is on March 16" not in prompt.split("\nSegment: ")[1]  # numbered lines: the notes' prose
+    assert "\n- decision: The move to Harbor Street is on March 16, two weeks later.\n" in prompt  # shown as recorded
     assert linking["body"]["response_format"]["json_schema"]["name"] == "ListedDecisionLinks"
     assert linking["body"]["messages"][1]["content"] == (
         "Earlier items of this project that are still current or open:\n"

@@ -425,8 +425,10 @@ def test_with_a_model_configured_the_listed_lines_are_items_and_the_model_reads_
     assert len(asked) == 3 and not fake.chat_responses
     assert any("Omar will rerun the soak test" in text for text in asked)
     assert any("Should we offer a white finish at launch?" in text for text in asked)
+    # listed lines are no numbered lines of the model's, only shown as recorded ("- decision: We move ...")
     for listed in ("We move the public launch", "LED driver supplier", "battery check to the OTA updater", "retailer FAQ"):
-        assert not any(listed in text for text in asked), listed
+        assert all(listed not in text.split("\nSegment: ")[1] and listed in text.split("\nSegment: ")[0] for text in asked)
+    assert all("\n- decision: We move the public launch to May 19.\n" in text for text in asked)
     counts = {
         table: db.execute(f"SELECT method, count(*) FROM {table} WHERE document_id = %s GROUP BY method", (doc,)).fetchall()
         for table in ("decisions", "risks", "opportunities", "tasks")

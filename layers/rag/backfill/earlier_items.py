@@ -4,7 +4,9 @@ The extract prompt lists them so that the model can say what a meeting's lines r
 complete. Decisions a notes section lists are taken as written (``rag.backfill.sections``) and never
 go through that prompt, so the link a model gives its own decisions is asked for them separately,
 in one call per document (``link_listed``): without it, what a listed decision replaces would only
-be guessed from shared words.
+be guessed from shared words. The extract prompt also shows what the document lists under its own
+headings (``listed_items_prompt``), which the model does not read as lines, so that it does not take
+a decision again from the notes' prose.
 """
 
 from __future__ import annotations
@@ -32,6 +34,15 @@ def earlier_items_prompt(earlier: Sequence[EarlierItem]) -> str:
         for n, item in enumerate(earlier, 1)
     ]
     return "Earlier items of this project that are still current or open:\n" + "\n".join(lines) + "\n\n"
+
+
+def listed_items_prompt(listed: Sequence[KnowledgeItem]) -> str:
+    """What the document lists under its own headings (``## Decisions`` ...), which the model does not read: shown so
+    that it does not take the same decision again from the notes' prose ("We agreed to take £10,000 from reserves")."""
+    if not listed:
+        return ""
+    lines = [f"- {item.kind}: {item.description}" for item in listed]
+    return "Items this document already lists under its own headings (do not extract them again):\n" + "\n".join(lines) + "\n\n"
 
 
 def named_earlier(label: str | None, earlier: Sequence[EarlierItem], kind: str) -> str | None:

@@ -23,7 +23,7 @@ from pydantic import BaseModel, Field
 from rag.backfill import repository
 from rag.backfill.changes import detect_changes
 from rag.backfill.documents import ClaimedDocument
-from rag.backfill.earlier_items import earlier_items_prompt, link_listed, named_earlier
+from rag.backfill.earlier_items import earlier_items_prompt, link_listed, listed_items_prompt, named_earlier
 from rag.backfill.errors import LLMOutputError
 from rag.backfill.models import KnowledgeChange, KnowledgeItem, StoredSegment
 from rag.backfill.rules import extract_by_rules
@@ -59,15 +59,16 @@ class ExtractStage(ModelStage):
         people = People.of((turn.speaker for turn in document.turns), known=repository.project_people(conn, document))
         with_llm = self.settings.llm.provider == "openai"
         earlier = repository.earlier_open_items(conn, document) if with_llm else []
-        for segment in repository.load_segments(conn, document):
-            # Lines under "## Decisions", "Action items:" ... are items as listed; the extractors read the rest.
-            stated = stated_items(document, segment)
+        # Lines under "## Decisions", "Action items:" ... are items as listed; the extractors read the rest.
+        segments = [(segment, stated_items(document, segment)) for segment in repository.load_segments(conn, document)]
+        listed = [item for _, stated in segments for item in stated.items]
+        for segment, stated in segments:
             items.extend(stated.items)
             every_unit = segment_units(document, segment)
             units = stated.outside(every_unit)
             unread = every_unit  # what no model reads: change statements are found in it offline
             if with_llm and units:
-                found = extract_with_llm(document, segment, units, self.settings, earlier)
+                found = extract_with_llm(document, segment, units, self.settings, earlier, listed)
                 items.extend(found.items)
                 changes.extend(found.changes)
                 read = set(units)
@@ -186,7 +187,7 @@ EXTRACT_SYSTEM_PROMPT = (
     "meeting date when one is given. The user may also list earlier items of the project, labelled E1, E2, ...: "
     "when a decision here replaces an earlier decision, give its label in 'supersedes'; when these lines report an "
     "earlier task done, cancelled, handed over to someone or moved to a new date, or an earlier risk closed, add "
-    "a change naming its label."
+    "a change naming its label. Items the user says the document already lists are recorded: do not extract them again."
 )
 # Each extracted kind and the field of ProposedKnowledge that lists it (its table's name).
 PROPOSED_KINDS = tuple((kind.name, kind.table) for kind in EXTRACTED)
@@ -206,6 +207,7 @@ def extract_with_llm(
     units: list[Unit],
     settings: Settings,
     earlier: Sequence[repository.EarlierItem] = (),
+    listed: Sequence[KnowledgeItem] = (),
 ) -> Extracted:
     from rag.llm import numbered_units, structured_completion
 
@@ -221,6 +223,7 @@ def extract_with_llm(
         settings,
         system=EXTRACT_SYSTEM_PROMPT,
         user=earlier_items_prompt(earlier)
+        + listed_items_prompt(listed)
         + f"{meeting}Segment: {segment.title}\n\n"
         + numbered_units([lines[n] for n in sorted(lines)], first_number),
         response_model=ProposedKnowledge,
