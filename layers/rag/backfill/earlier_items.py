@@ -25,6 +25,9 @@ if TYPE_CHECKING:
     from rag.config import Settings
 
 
+MAX_LISTED_SHOWN = 60  # what a prompt can hold next to a segment and the earlier items (repository.MAX_EARLIER_ITEMS)
+
+
 def earlier_items_prompt(earlier: Sequence[EarlierItem]) -> str:
     """The project's earlier open items as the model sees them: ``E<n> (kind, date): description``."""
     if not earlier:
@@ -41,7 +44,7 @@ def listed_items_prompt(listed: Sequence[KnowledgeItem]) -> str:
     that it does not take the same decision again from the notes' prose ("We agreed to take £10,000 from reserves")."""
     if not listed:
         return ""
-    lines = [f"- {item.kind}: {item.description}" for item in listed]
+    lines = [f"- {item.kind}: {item.description}" for item in listed[:MAX_LISTED_SHOWN]]
     return "Items this document already lists under its own headings (do not extract them again):\n" + "\n".join(lines) + "\n\n"
 
 
