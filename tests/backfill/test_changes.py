@@ -34,6 +34,12 @@ def changes_of(text: str, speaker: str | None = "Lena Vogel") -> list[tuple[str,
         ("Priya will take the budget sheet over.", [("reassigned", "Priya Nair")]),
         ("I'm handing the hotel booking over to Lena.", [("reassigned", "Lena Vogel")]),
         ("Omar, can you take the recruitment campaign off Priya?", [("reassigned", "Omar Haddad")]),
+        # a handover that gives the new owner a date moves the task too, asked or said
+        (
+            "Omar, could you take over the press kit from me, by Friday?",
+            [("reassigned", "Omar Haddad"), ("rescheduled", "2026-03-06")],
+        ),
+        ("I'll take it over, end of next week.", [("reassigned", "Lena Vogel"), ("rescheduled", "2026-03-13")]),
         ("We push the dry run to March 16.", [("rescheduled", "2026-03-16")]),
         ("The audit slipped to the end of next week.", [("rescheduled", "2026-03-13")]),
         # more time asked for (a question that moves the date), a new date set against the old one

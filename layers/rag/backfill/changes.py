@@ -243,10 +243,14 @@ def _changes_of(core: str, meeting_date: date | None, people: People, speaker: s
         changes.append(("reassigned", people.canonical(name)))
     elif speaker and (TAKES_OVER.search(core)):
         changes.append(("reassigned", people.canonical(speaker)))
+    handed_over = bool(changes)
+    # "take over the one-pager, due March 11", "Omar, could you take it on, by Friday?": the new owner's date too
+    if handed_over and (handover_date := due_date(core, meeting_date)):
+        changes.append(("rescheduled", _reported(handover_date, meeting_date).isoformat()))
     if tagged := QUESTION_TAG.match(core):  # "I sent the spec on the 14th, did everyone get it?": a report
         core = tagged["statement"] + "."
     if core.endswith("?"):  # a question changes nothing, save asking someone to take a task over or for more time
-        if ASKS_FOR_TIME.search(core) and (new_date := due_date(core, meeting_date)):
+        if not handed_over and ASKS_FOR_TIME.search(core) and (new_date := due_date(core, meeting_date)):
             changes.append(("rescheduled", new_date.isoformat()))
         return changes
     if CLOSED.search(core):
@@ -259,8 +263,9 @@ def _changes_of(core: str, meeting_date: date | None, people: People, speaker: s
         changes.append(("cancelled", None))
     elif done:
         changes.append(("done", None))
-    moved = RESCHEDULED.search(core) or reassigned  # "take over the one-pager, due March 11": a new date too
-    if moved and (new_date := due_date(core, meeting_date)):
+    if handed_over:  # its date is read above
+        return changes
+    if RESCHEDULED.search(core) and (new_date := due_date(core, meeting_date)):
         changes.append(("rescheduled", _reported(new_date, meeting_date).isoformat()))
     elif PROMISE.search(core) and (new_date := due_date(core, meeting_date)):
         changes.append(("promised", new_date.isoformat()))
