@@ -40,6 +40,10 @@ def changes_of(text: str, speaker: str | None = "Lena Vogel") -> list[tuple[str,
             [("reassigned", "Omar Haddad"), ("rescheduled", "2026-03-06")],
         ),
         ("I'll take it over, end of next week.", [("reassigned", "Lena Vogel"), ("rescheduled", "2026-03-13")]),
+        # the speaker takes it: what is taken over is not reported done ("I've got all the numbers")
+        ("Give it to me, I've got all the numbers.", [("reassigned", "Lena Vogel")]),
+        ("Then hand that over to me.", [("reassigned", "Lena Vogel")]),
+        ("They give it to me every year.", []),
         ("We push the dry run to March 16.", [("rescheduled", "2026-03-16")]),
         ("The audit slipped to the end of next week.", [("rescheduled", "2026-03-13")]),
         # more time asked for (a question that moves the date), a new date set against the old one

@@ -147,7 +147,8 @@ REASSIGNED = re.compile(
 )  # case-sensitive: a name is capitalized
 # "I'll take the trailer over", "I'll take over the auction items": the speaker is the new owner.
 TAKES_OVER = re.compile(
-    r"\bI(?:'ll|\s+will|\s+can|'m\s+going\s+to)\s+take\s+(?:over\s+(?:the|it|that|this|them)\b|(?:it|that|this|them|the\b.{0,60}?)\s*over\b)",
+    r"\bI(?:'ll|\s+will|\s+can|'m\s+going\s+to)\s+take\s+(?:over\s+(?:the|it|that|this|them)\b|(?:it|that|this|them|the\b.{0,60}?)\s*over\b)"
+    r"|^(?:(?:then|ok(?:ay)?|fine|right),?\s+)?(?:give|hand|pass)\s+(?:it|that|this|them)\s+(?:over\s+)?to\s+me\b",  # "Give it to me."
     re.I,
 )
 # More time asked for, which the meeting gives: "Can I have until the 14th?", "Give me until the 20th."
@@ -261,7 +262,7 @@ def _changes_of(core: str, meeting_date: date | None, people: People, speaker: s
         done = None
     if CANCELLED.search(core) or (DROPPED.search(core) and not done):
         changes.append(("cancelled", None))
-    elif done:
+    elif done and not handed_over:  # "Give it to me, I've got all the numbers.": what is taken over is not done
         changes.append(("done", None))
     if handed_over:  # its date is read above
         return changes
