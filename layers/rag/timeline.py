@@ -179,16 +179,22 @@ def _target(
         coverage = shared_weight / max(weights.of(item.words), 1e-9)
         if item.kind == "task" and change.change != "reassigned" and _owner_speaks(change, timeline.tasks[item.id]):
             coverage += OWNER_REPORT_BONUS
-        if coverage < (
-            CLOSURE_MIN_COVERAGE if closure else IMPLIED_MIN_COVERAGE if implied
-            else RELISTED_MIN_COVERAGE if change.change == "relisted" else CHANGE_MIN_COVERAGE
-        ):  # fmt: skip
+        if coverage < _min_coverage(change, implied):
             continue
         # A closure names its risk by a word or two of a long sentence: the rarest shared words decide.
         score = shared_weight + coverage if closure else coverage
         if best is None or score >= best[0]:
             best = (score, item)
     return best[1] if best else None
+
+
+def _min_coverage(change: TimedChange, implied: bool) -> float:
+    """How much of an item's subject ``change`` must say to change it."""
+    if change.change == "closed" and not implied:
+        return CLOSURE_MIN_COVERAGE
+    if implied:
+        return IMPLIED_MIN_COVERAGE
+    return RELISTED_MIN_COVERAGE if change.change == "relisted" else CHANGE_MIN_COVERAGE
 
 
 def _restatements(change: TimedChange, target: TimedItem, candidates: Sequence[TimedItem], timeline: Timeline) -> list[TimedItem]:
