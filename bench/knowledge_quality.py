@@ -449,36 +449,52 @@ def read_extracted(conn: Any, tenant: str) -> list[Extracted]:
 
 
 def measure(
-    folders: Sequence[Path], *, keep_llm: bool, batch_size: int, oracle: bool = False
+    folders: Sequence[Path], *, keep_llm: bool, batch_size: int, oracle: bool = False, oracle_via: str = "openai"
 ) -> tuple[list[Label], list[Extracted]]:
     """Every project's meetings into one new database, the backfill to completion, the items read back.
 
     ``oracle``: the extract stage asks ``bench/oracle_model.py``'s scripted model (answers from the labels)
-    through an OpenAI-compatible server on localhost; segmentation stays offline.
+    through an OpenAI-compatible server on localhost, or with ``oracle_via`` "bedrock" through Bedrock's Converse
+    API (a Bedrock Runtime endpoint on localhost); segmentation stays offline.
     """
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     if oracle:
-        with _oracle_server(folders) as extract_settings_of:
+        with _oracle_server(folders, oracle_via) as extract_settings_of:
             return _measure(folders, keep_llm=keep_llm, batch_size=batch_size, extract_settings_of=extract_settings_of)
     return _measure(folders, keep_llm=keep_llm, batch_size=batch_size)
 
 
 @contextmanager
-def _oracle_server(folders: Sequence[Path]) -> Iterator[Callable[[Any], Any]]:
+def _oracle_server(folders: Sequence[Path], via: str) -> Iterator[Callable[[Any], Any]]:
     import os
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository: tests.embedding.fake_openai
     from oracle_model import OracleModel
 
+    from tests.artifact.fake_bedrock import FakeBedrock
     from tests.embedding.fake_openai import FakeOpenAI
 
-    os.environ.setdefault("OPENAI_API_KEY", "sk-oracle-not-a-real-key")
-    with FakeOpenAI() as server:
-        server.chat_responder = OracleModel([folder / "labels.jsonl" for folder in folders])
-        yield lambda settings: settings.with_values(llm_provider="openai", openai_base_url=server.base_url, llm_model="oracle")
-        print(f"  oracle answered {server.chat_responder.answered} extraction requests", flush=True)
-        if not server.chat_responder.answered:  # the extract stage ran without the model: its figures would be offline ones
-            raise SystemExit("the oracle model was never asked: the extract stage did not get its chat model settings")
+    oracle = OracleModel([folder / "labels.jsonl" for folder in folders])
+    if via == "bedrock":
+        from rag.llm_bedrock import _client
+
+        for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+            os.environ.setdefault(name, "oracle-not-a-real-key")
+        with FakeBedrock() as bedrock:
+            bedrock.converse_responder = oracle.converse
+            os.environ["AWS_ENDPOINT_URL_BEDROCK_RUNTIME"] = bedrock.url
+            _client.cache_clear()
+            yield lambda settings: settings.with_values(llm_provider="bedrock", bedrock_chat_model="oracle")
+    else:
+        os.environ.setdefault("OPENAI_API_KEY", "sk-oracle-not-a-real-key")
+        with FakeOpenAI() as server:
+            server.chat_responder = oracle
+            yield lambda settings: settings.with_values(
+                llm_provider="openai", openai_base_url=server.base_url, llm_model="oracle"
+            )
+    print(f"  oracle answered {oracle.answered} extraction requests through {via}", flush=True)
+    if not oracle.answered:  # the extract stage ran without the model: its figures would be offline ones
+        raise SystemExit("the oracle model was never asked: the extract stage did not get its chat model settings")
 
 
 def _measure(
@@ -544,6 +560,13 @@ def main() -> int:
         help="extract with a scripted chat model that answers from the labels "
         "(bench/oracle_model.py): what the LLM path keeps of right answers",
     )
+    parser.add_argument(
+        "--oracle-via",
+        choices=("openai", "bedrock"),
+        default="openai",
+        help="the API the oracle answers through: OpenAI-compatible chat (structured output) or Bedrock's Converse "
+        "(the tool the model must call)",
+    )
     parser.add_argument("--batch-size", type=int, default=10)
     parser.add_argument("--show", action="store_true", help="also list the missed labels and the false positives")
     args = parser.parse_args()
@@ -556,7 +579,9 @@ def main() -> int:
         return 1
     if args.json:
         sys.stdout = sys.stderr  # progress lines; the JSON goes to the real stdout below
-    labels, extracted = measure(args.projects, keep_llm=args.llm, batch_size=args.batch_size, oracle=args.oracle)
+    labels, extracted = measure(
+        args.projects, keep_llm=args.llm, batch_size=args.batch_size, oracle=args.oracle, oracle_via=args.oracle_via
+    )
     scopes = [(folder.name, *of_project(folder.name, labels, extracted)) for folder in args.projects]
     if len(scopes) > 1:
         scopes.append(("all", labels, extracted))

@@ -72,8 +72,17 @@ class OracleModel:
         self.answered = 0
 
     def __call__(self, body: dict[str, Any]) -> dict[str, Any]:
-        schema = body["response_format"]["json_schema"]["name"]
-        prompt = body["messages"][1]["content"]
+        """An OpenAI chat completion request's answer (the structured output's content)."""
+        return self.answer(body["response_format"]["json_schema"]["name"], body["messages"][1]["content"])
+
+    def converse(self, body: dict[str, Any]) -> dict[str, Any]:
+        """A Bedrock Converse request's answer: the response calling the tool it must call."""
+        from tests.artifact.fake_bedrock import FakeBedrock
+
+        schema = body["toolConfig"]["toolChoice"]["tool"]["name"]
+        return FakeBedrock.tool_reply(schema, self.answer(schema, body["messages"][0]["content"][0]["text"]))
+
+    def answer(self, schema: str, prompt: str) -> dict[str, Any]:
         if schema == "ListedDecisionLinks":
             self.answered += 1
             return self._listed_links(prompt)

@@ -52,14 +52,15 @@ def bedrock_invoke_statements(scope: Construct, model_id: str) -> list[iam.Polic
     ]
 
 
-def grant_embedding_and_llm(scope: Construct, grantee: iam.IGrantable, config: StageConfig) -> None:
-    """Bedrock InvokeModel on the configured models (or their inference profiles); the OpenAI key's secret by name."""
+def grant_embedding_and_llm(scope: Construct, grantee: iam.IGrantable, config: StageConfig, *, chat_model: bool) -> None:
+    """Bedrock InvokeModel on the configured embedding models, and with ``chat_model`` on the chat model (or their
+    inference profiles); the OpenAI key's secret by name."""
     models = []
     if config.embedding_provider == "bedrock":
         models.append(config.embedding_model)
         if config.reembed_target_model != config.embedding_model:  # embedded in once the database switched to it
             models.append(config.reembed_target_model)
-    if config.llm_provider == "bedrock":  # Converse is authorized as InvokeModel on the model
+    if chat_model and config.llm_provider == "bedrock":  # Converse is authorized as InvokeModel on the model
         models.append(config.bedrock_chat_model)
     for model_id in models:
         for statement in bedrock_invoke_statements(scope, model_id):

@@ -40,9 +40,10 @@ class AppResources:
         timeout: cdk.Duration,
         environment: dict[str, str] | None = None,
         reserved_concurrency: int,
+        chat_model: bool = False,
     ) -> lambda_.Function:
         """A function of the application: in the VPC with the layer, connecting to the database by IAM
-        through the proxy, allowed the configured embedding model and LLM.
+        through the proxy, allowed the configured embedding model and, with ``chat_model``, the chat model.
 
         ``reserved_concurrency`` is required: each warm instance holds one proxy connection, and the sum over the
         functions must fit the proxy's pool (``StageConfig.reserved_concurrency``; infra/README.md, "Capacity")."""
@@ -63,5 +64,5 @@ class AppResources:
             reserved_concurrency=reserved_concurrency,
         )
         self.database.grant_connect(function)
-        grant_embedding_and_llm(scope, function, self.config)
+        grant_embedding_and_llm(scope, function, self.config, chat_model=chat_model)
         return function

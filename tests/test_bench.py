@@ -286,10 +286,16 @@ def test_the_oracle_model_answers_what_the_labels_say_of_the_lines_it_is_shown(t
         body = {"response_format": {"json_schema": {"name": "ProposedKnowledge"}}, "messages": [{}, {"content": prompt}]}
         return oracle(body)
 
-    first = ask("Meeting date: 2026-01-12\nSegment: move\n\n[1] Ines: So we move on March 2.\n[2] Ines: Mark, get three quotes.")
+    kickoff = "Meeting date: 2026-01-12\nSegment: move\n\n[1] Ines: So we move on March 2.\n[2] Ines: Mark, get three quotes."
+    first = ask(kickoff)
     assert [(d["first"], d["description"], d["supersedes"]) for d in first["decisions"]] == [(1, "Move on March 2", None)]
     assert [(t["first"], t["assignee"], t["due_date"]) for t in first["tasks"]] == [(2, "Mark Feld", "2026-01-23")]
     assert first["changes"] == []
+    # Through Bedrock's Converse: the same answer, as the input of the tool the request makes the model call
+    converse = {"toolConfig": {"toolChoice": {"tool": {"name": "ProposedKnowledge"}}},
+                "messages": [{"role": "user", "content": [{"text": kickoff}]}]}  # fmt: skip
+    [block] = oracle.converse(converse)["output"]["message"]["content"]
+    assert (block["toolUse"]["name"], block["toolUse"]["input"]) == ("ProposedKnowledge", first)
     recorded = ask("Items this document already lists under its own headings (do not extract them again):\n"
                    "- decision: We move on March 2.\n\nMeeting date: 2026-01-12\nSegment: move\n\n"
                    "[1] Ines: So we move on March 2.")  # fmt: skip

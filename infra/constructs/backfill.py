@@ -18,6 +18,7 @@ from infra.defaults import function_code
 from infra.resources import AppResources
 from rag.knowledge import EXTRACTED
 
+CHAT_MODEL_STAGES = ("segment", "extract")  # the stages that call the chat model when one is configured
 STAGE_DESCRIPTIONS = {
     "segment": "Backfill stage: meetings -> topic segments (raw_ingested -> segmented)",
     "embed": "Backfill stage: chunk and segment vectors (segmented -> embedded)",
@@ -43,6 +44,7 @@ class Backfill(Construct):
                 memory_mb=config.backfill_memory_mb,
                 timeout=cdk.Duration.seconds(config.backfill_timeout_seconds),
                 reserved_concurrency=config.backfill_reserved_concurrency,
+                chat_model=stage in CHAT_MODEL_STAGES,
             )
 
         machine = BackfillStateMachine(

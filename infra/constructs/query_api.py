@@ -87,6 +87,7 @@ class QueryApi(Construct):
             service="query",
             memory_mb=config.query_memory_mb,
             timeout=cdk.Duration.seconds(config.query_timeout_seconds),
+            chat_model=True,  # /v1/ask, /mcp
             environment={
                 "RAG_TENANT_CLAIM": COGNITO_TENANT_CLAIM if cognito else config.tenant_claim,
                 "RAG_IAM_TENANTS": json.dumps(dict(config.iam_tenants)),

@@ -94,7 +94,7 @@ class Reembed(Construct):
             reserved_concurrency=config.reembed_reserved_concurrency,
         )
         database.secret.grant_read(function)
-        grant_embedding_and_llm(self, function, config)  # the catch-up embeds online in the target model
+        grant_embedding_and_llm(self, function, config, chat_model=False)  # the catch-up embeds online in the target model
         return function
 
     def _service_role(self) -> iam.Role:

@@ -6,7 +6,8 @@ Manager or ``OPENAI_API_KEY``, ``OPENAI_BASE_URL``); the SDK retries 429 and 5xx
 The reply's body is read and checked here (``first_choice``), not by the SDK, which parses
 without validating: a 200 whose body is not a chat completion (not JSON, a proxy's HTML page,
 JSON of another shape) would come back as a string or an object with holes.
-``openai`` is imported lazily, only on the paths that call the model.
+``openai`` is imported lazily, only on the paths that call the model. With llm provider ``bedrock``
+``structured_completion`` asks Bedrock's Converse API instead (``rag.llm_bedrock``).
 """
 
 from __future__ import annotations
@@ -86,7 +87,8 @@ def _excerpt(body: str) -> str:
 
 
 def structured_completion(settings: Settings, *, system: str, user: str, response_model: type[Response]) -> Response:
-    """The model's answer parsed into ``response_model`` (JSON schema structured output, strict).
+    """The model's answer parsed into ``response_model`` (JSON schema structured output, strict; with llm provider
+    bedrock, ``rag.llm_bedrock``'s tool input).
 
     An unreachable, throttling or failing server (after the SDK's retries), or one whose replies are
     not chat completions (asked again as often as the SDK retries a 5xx), raises ``TransientError``:
@@ -94,6 +96,10 @@ def structured_completion(settings: Settings, *, system: str, user: str, respons
     another schema, cut at the token limit, filtered, refused) raises ``LLMOutputError``: it is the
     answer to this input.
     """
+    if settings.llm.provider == "bedrock":
+        from rag.llm_bedrock import converse_structured
+
+        return converse_structured(settings, system=system, user=user, response_model=response_model)
     import openai
 
     name = f"LLM {settings.llm.model}"

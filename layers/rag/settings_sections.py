@@ -233,11 +233,14 @@ class LlmSettings(BaseSettings):
     provider: Literal["none", "openai", "bedrock"] = Field(
         default="none",
         description="none: offline segmentation (TextTiling) and rule-based extraction, extractive /v1/ask answers;"
-        " openai: OpenAI-compatible chat (backfill and /v1/ask); bedrock: Bedrock's Converse API (/v1/ask only)",
+        " openai: OpenAI-compatible chat; bedrock: Bedrock's Converse API (both: backfill and /v1/ask)",
     )
     model: str = Field(default="gpt-4o-mini", description="chat model with structured outputs")
     max_retries: int = Field(default=4, ge=0)
     timeout_seconds: float = Field(default=120.0, gt=0)
+    max_output_tokens: int = Field(
+        default=4096, ge=256, le=65536, description="bedrock: the backfill's answer length limit (Converse maxTokens)"
+    )
     bedrock_chat_model: str = Field(
         default="anthropic.claude-3-5-haiku-20241022-v1:0",
         validation_alias=_env("RAG_BEDROCK_CHAT_MODEL"),

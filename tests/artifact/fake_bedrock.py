@@ -2,7 +2,9 @@
 
 botocore in the artifact process signs and sends real requests (``AWS_ENDPOINT_URL_BEDROCK_RUNTIME`` points it
 here): ``POST /model/<id>/converse`` answers with the queued Converse responses (``converse_responses``, as
-``botocore.stub.Stubber`` takes them), ``POST /model/<id>/invoke`` with a Titan Text Embeddings V2 body
+``botocore.stub.Stubber`` takes them, or ``(status, raw body, error type)``; ``tool_reply`` writes one that calls a
+tool), or, with none queued, with what
+``converse_responder(request body)`` returns (a scripted model), ``POST /model/<id>/invoke`` with a Titan Text Embeddings V2 body
 (the vector derived from the text, as tests/embedding/fake_openai.py does). The same server is Bedrock Agent
 Runtime (``AWS_ENDPOINT_URL_BEDROCK_AGENT_RUNTIME``): ``POST /rerank`` answers with the queued ``rerank_responses``,
 each a Rerank response body, or ``(status, raw body, error type)`` for what a broken or throttling service sends.
@@ -18,6 +20,7 @@ from __future__ import annotations
 import json
 import secrets
 import threading
+from collections.abc import Callable
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -29,7 +32,8 @@ from tests.embedding.fake_openai import vector_for
 class FakeBedrock:
     def __init__(self) -> None:
         self.requests: list[dict[str, Any]] = []
-        self.converse_responses: list[dict[str, Any]] = []
+        self.converse_responses: list[dict[str, Any] | tuple[int, bytes, str | None]] = []
+        self.converse_responder: Callable[[dict[str, Any]], dict[str, Any]] | None = None  # when nothing is queued
         self.rerank_responses: list[dict[str, Any] | tuple[int, bytes, str | None]] = []
         self.s3: Any = None  # where batch jobs read manifests and write results (moto's S3 client)
         self.jobs: dict[str, dict[str, Any]] = {}  # job id -> GetModelInvocationJob's response, and polls left
@@ -82,10 +86,12 @@ class FakeBedrock:
                     {"model": unquote(model), "operation": operation, "body": body, "auth": self.headers.get("Authorization")}
                 )
                 if operation == "converse":
-                    if not fake.converse_responses:
+                    if fake.converse_responses:
+                        self._reply(fake.converse_responses.pop(0))
+                    elif fake.converse_responder is not None:
+                        self._send(200, fake.converse_responder(body))
+                    else:
                         self._send(400, {"message": "FakeBedrock: no Converse response queued"}, "ValidationException")
-                        return
-                    self._send(200, fake.converse_responses.pop(0))
                 elif operation == "invoke":
                     vector = vector_for(body["inputText"], body.get("dimensions", 1024))
                     self._send(200, {"embedding": vector, "inputTextTokenCount": len(body["inputText"].split())})
@@ -96,7 +102,9 @@ class FakeBedrock:
                 if not fake.rerank_responses:
                     self._send(400, {"message": "FakeBedrock: no Rerank response queued"}, "ValidationException")
                     return
-                response = fake.rerank_responses.pop(0)
+                self._reply(fake.rerank_responses.pop(0))
+
+            def _reply(self, response: dict[str, Any] | tuple[int, bytes, str | None]) -> None:
                 if isinstance(response, tuple):
                     self._send(*response)
                 else:
@@ -115,6 +123,17 @@ class FakeBedrock:
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    @staticmethod
+    def tool_reply(name: str, tool_input: dict[str, Any]) -> dict[str, Any]:
+        """A Converse response whose one content block calls the tool ``name`` with ``tool_input``."""
+        return {
+            "output": {"message": {"role": "assistant",
+                                   "content": [{"toolUse": {"toolUseId": f"tooluse_{secrets.token_hex(4)}", "name": name,
+                                                            "input": tool_input}}]}},
+            "stopReason": "tool_use", "usage": {"inputTokens": 100, "outputTokens": 50, "totalTokens": 150},
+            "metrics": {"latencyMs": 5},
+        }  # fmt: skip
 
     def run_job(self, request: dict[str, Any]) -> str:
         """Do the job now (one text a line, as InvokeModel would embed it); its status comes out InProgress once."""

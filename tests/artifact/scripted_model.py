@@ -4,7 +4,8 @@ tests/embedding/fake_openai.py answers chat completions from one queue, in order
 several documents in an order the database chooses, so here a structured-output request is answered by what it
 asks about: the recorded answers for the scanner-rollout meeting (tests/fixtures/backfill/llm/), and for any
 other document one segment over all its turns and nothing extracted. Tool-calling requests (/v1/ask) take the
-queued conversation (``chat_responses``), as in FakeOpenAI.
+queued conversation (``chat_responses``), as in FakeOpenAI. ``converse_answer`` gives the same answers to Bedrock's
+Converse requests (tests/artifact/fake_bedrock.py's ``converse_responder``), as the called tool's input.
 """
 
 from __future__ import annotations
@@ -51,16 +52,28 @@ class ScriptedModel(FakeOpenAI):
         schema = (body.get("response_format") or {}).get("json_schema", {}).get("name")
         if schema is None:
             return None
-        user = next(m["content"] for m in body["messages"] if m["role"] == "user")
-        numbers = [int(n) for n in NUMBERED_LINE.findall(user)]
-        if schema == "ProposedSegmentation":
-            if SCANNER_MEETING_MARK in user:
-                return recorded("segment_scanner_rollout_sync.json")
-            return {"segments": [{"start_turn": min(numbers), "end_turn": max(numbers), "title": "The whole meeting",
-                                  "summary": "Everything that was said."}]}  # fmt: skip
-        if schema == "ProposedKnowledge":
-            recording = next((name for title, name in SCANNER_EXTRACTIONS.items() if title in user), None)
-            if recording is not None:
-                return recorded(recording)
-            return {"decisions": [], "risks": [], "opportunities": [], "tasks": [], "changes": []}
-        raise AssertionError(f"ScriptedModel: no answer for the structured output {schema!r}")
+        return answer_for(schema, next(m["content"] for m in body["messages"] if m["role"] == "user"))
+
+
+def converse_answer(body: dict[str, Any]) -> dict[str, Any]:
+    """A Converse request's answer: the tool it must call, called with what ``answer_for`` answers."""
+    from tests.artifact.fake_bedrock import FakeBedrock
+
+    schema = body["toolConfig"]["toolChoice"]["tool"]["name"]
+    return FakeBedrock.tool_reply(schema, answer_for(schema, body["messages"][0]["content"][0]["text"]))
+
+
+def answer_for(schema: str, user: str) -> Any:
+    """The answer to the structured output ``schema`` for the prompt ``user``."""
+    numbers = [int(n) for n in NUMBERED_LINE.findall(user)]
+    if schema == "ProposedSegmentation":
+        if SCANNER_MEETING_MARK in user:
+            return recorded("segment_scanner_rollout_sync.json")
+        return {"segments": [{"start_turn": min(numbers), "end_turn": max(numbers), "title": "The whole meeting",
+                              "summary": "Everything that was said."}]}  # fmt: skip
+    if schema == "ProposedKnowledge":
+        recording = next((name for title, name in SCANNER_EXTRACTIONS.items() if title in user), None)
+        if recording is not None:
+            return recorded(recording)
+        return {"decisions": [], "risks": [], "opportunities": [], "tasks": [], "changes": []}
+    raise AssertionError(f"ScriptedModel: no answer for the structured output {schema!r}")

@@ -511,6 +511,40 @@ def test_search_reranked_by_bedrock_and_the_fused_order_when_its_reply_is_broken
     assert all("/us-east-1/bedrock/aws4_request" in r["auth"] for r in requests)
 
 
+def test_the_backfill_with_bedrock_segments_and_extracts_through_converse(
+    stack: Stack, backfill: dict[str, list[Invocation]]
+) -> None:
+    """A stage with llm provider bedrock: its Converse calls go out signed, its answers land as the OpenAI path's did."""
+    from tests.artifact.scripted_model import converse_answer
+
+    database, bedrock = stack.services.database, stack.services.bedrock
+    scanner = ("%scanner-rollout-sync.txt",)
+    before = {table: database.execute(f"SELECT count(*) FROM {table}")[0][0] for table in ("decisions", "tasks")}
+    database.execute("UPDATE documents SET status = 'raw_ingested' WHERE object_key LIKE %s", scanner)
+    bedrock.requests.clear()
+    bedrock.converse_responder = converse_answer
+    model = "anthropic.claude-3-5-haiku-20241022-v1:0"
+    try:
+        for stage in ("segment", "embed", "extract"):
+            environment = {"RAG_LLM_PROVIDER": "bedrock", "RAG_BEDROCK_CHAT_MODEL": model}
+            with stack.function(f"backfill-{stage}", environment=environment, label=f"backfill-{stage}-bedrock") as function:
+                progress = function.invoke({"stage": stage, "batch_size": 10, "previous": {}}).value()
+            assert (progress["processed"], progress["failed"], progress["remaining"]) == (1, 0, 0), stage
+    finally:
+        bedrock.converse_responder = None
+
+    calls = [(r["model"], r["operation"], r["body"]["toolConfig"]["toolChoice"]["tool"]["name"]) for r in bedrock.requests]
+    assert calls == [(model, "converse", "ProposedSegmentation")] + [(model, "converse", "ProposedKnowledge")] * 2
+    assert all(r["auth"].startswith("AWS4-HMAC-SHA256 Credential=ASIAARTIFACTTEST/") for r in bedrock.requests)
+    segments = database.execute(
+        "SELECT s.title, s.method FROM segments s JOIN documents d ON d.id = s.document_id WHERE d.object_key LIKE %s"
+        " ORDER BY s.segment_index",
+        scanner,
+    )
+    assert segments == [("Leeds warehouse scanner rollout", "llm"), ("Rotterdam trade show booth", "llm")]
+    assert {table: database.execute(f"SELECT count(*) FROM {table}")[0][0] for table in before} == before
+
+
 VARIANTS = ("-extractive", "-bedrock", "-rerank", "-reader")  # labels of the query function run with other settings
 
 

@@ -372,45 +372,83 @@ def test_an_answer_that_is_not_what_was_asked_for_fails_only_its_document(db, lo
     assert segmented == ("segmented", None, 0)
 
 
-def test_with_bedrock_configured_the_backfill_calls_no_model(db, local_embedder, monkeypatch):
-    """Bedrock is /v1/ask's model only: segment and extract run offline, whatever the endpoint answers."""
-    import threading
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
+@pytest.fixture
+def bedrock(monkeypatch):
+    """Bedrock Runtime on localhost (its wire format; botocore signs real requests), and settings that use it."""
     from rag.config import Settings
+    from rag.llm_bedrock import _client
+    from tests.artifact.fake_bedrock import FakeBedrock
 
-    requests: list[str] = []
+    for name, value in {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "eu-west-1",
+    }.items():
+        monkeypatch.setenv(name, value)
+    with FakeBedrock() as server:
+        monkeypatch.setenv("AWS_ENDPOINT_URL_BEDROCK_RUNTIME", server.url)
+        _client.cache_clear()  # a client reads its endpoint when made
+        settings = Settings(embedding_provider="local", llm_provider="bedrock", bedrock_chat_model="anthropic.claude-test",
+                            llm_max_retries=0, aws_region="eu-west-1")  # fmt: skip
+        yield server, settings
+    _client.cache_clear()
 
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args) -> None:
-            pass
 
-        def do_POST(self) -> None:
-            requests.append(self.path)
-            self.send_response(200)
-            self.send_header("Content-Type", "text/html")
-            self.send_header("Content-Length", str(len(HTML_PAGE)))
-            self.end_headers()
-            self.wfile.write(HTML_PAGE)
+def test_with_bedrock_the_backfill_segments_and_extracts_through_converse(db, local_embedder, bedrock):
+    server, settings = bedrock
+    doc = ingest_file(db, SCANNER_SYNC, local_embedder)
+    server.converse_responses += [
+        server.tool_reply("ProposedSegmentation", recorded("segment_scanner_rollout_sync.json")),
+        server.tool_reply("ProposedKnowledge", recorded("extract_scanner_rollout_sync_0.json")),
+        server.tool_reply("ProposedKnowledge", recorded("extract_scanner_rollout_sync_1.json")),
+    ]
+    for stage in ("segment", "embed", "extract"):
+        assert run_named_stage(db, settings, stage, 10, embedder=local_embedder).processed == 1
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    monkeypatch.setenv("AWS_ENDPOINT_URL_BEDROCK_RUNTIME", f"http://127.0.0.1:{server.server_address[1]}")
-    try:
-        doc = ingest_file(db, SCANNER_SYNC, local_embedder)
-        settings = Settings(embedding_provider="local", llm_provider="bedrock", bedrock_chat_model="anthropic.claude-test")
-        for stage in ("segment", "embed", "extract"):
-            assert run_named_stage(db, settings, stage, 10, embedder=local_embedder).processed == 1
-    finally:
-        server.shutdown()
-        server.server_close()
+    assert [(r["model"], r["operation"]) for r in server.requests] == [("anthropic.claude-test", "converse")] * 3
+    assert all(r["auth"].startswith("AWS4-HMAC-SHA256 Credential=testing/") for r in server.requests)
+    tools = [r["body"]["toolConfig"] for r in server.requests]
+    assert [t["toolChoice"] for t in tools] == [
+        {"tool": {"name": n}} for n in ("ProposedSegmentation", *["ProposedKnowledge"] * 2)
+    ]
+    assert all("$ref" not in json.dumps(t["tools"]) for t in tools)
+    assert "Meeting date: 2026-11-10" in server.requests[1]["body"]["messages"][0]["content"][0]["text"]
+    segments = db.execute("SELECT start_turn, end_turn, method FROM segments ORDER BY segment_index").fetchall()
+    assert segments == [(0, 11, "llm"), (12, 23, "llm")]
+    decisions = db.execute("SELECT description, owner, start_turn, method FROM decisions ORDER BY start_turn").fetchall()
+    assert decisions[0] == ("Flash firmware 2.3 on every scanner before it goes on the warehouse floor.", "Priya", 7, "llm")
+    tasks = db.execute("SELECT assignee, due_date, start_turn FROM tasks WHERE document_id = %s ORDER BY start_turn", (doc,))
+    assert tasks.fetchall() == [("Tom", date(2026, 11, 13), 9), ("Tom", None, 10), ("Aisha", date(2026, 11, 20), 20)]
 
-    assert requests == []
-    assert document_rows(db, [doc]) == [("extracted", None, 0)]
-    assert {m for (m,) in db.execute("SELECT method FROM segments").fetchall()} == {"texttiling"}
-    assert {m for (m,) in db.execute("SELECT DISTINCT method FROM decisions UNION SELECT method FROM tasks").fetchall()} == {
-        "rules"
-    }
+
+def test_with_bedrock_a_model_not_enabled_fails_each_document_with_the_refusal(db, local_embedder, bedrock):
+    """No model access is the same answer on every retry: a failed document that says why, not a retry loop."""
+    server, settings = bedrock
+    doc = ingest_file(db, SCANNER_SYNC, local_embedder)
+    refusal = b'{"message": "You don\'t have access to the model with the specified model ID."}'
+    server.converse_responses.append((403, refusal, "AccessDeniedException"))
+
+    result = run_named_stage(db, settings, "segment", 10, embedder=local_embedder)
+
+    assert (result.processed, result.failed) == (0, 1)
+    [(status, error, attempts)] = document_rows(db, [doc])
+    assert error.startswith(
+        "segment: LLMOutputError: Bedrock anthropic.claude-test rejected the request: An error occurred"
+        " (AccessDeniedException) when calling the Converse operation"
+    )
+    assert error.endswith(": You don't have access to the model with the specified model ID.")
+    assert attempts == 1 and len(server.requests) == 1
+
+
+def test_with_bedrock_throttling_rolls_the_batch_back_for_a_retry(db, local_embedder, bedrock):
+    server, settings = bedrock
+    doc = ingest_file(db, SCANNER_SYNC, local_embedder)
+    server.converse_responses.append((429, b'{"message": "Too many requests, please wait."}', "ThrottlingException"))
+
+    with pytest.raises(TransientError, match="Bedrock anthropic.claude-test unavailable after retries"):
+        run_named_stage(db, settings, "segment", 10, embedder=local_embedder)
+
+    assert document_rows(db, [doc]) == [("raw_ingested", None, 0)] and len(server.requests) == 1  # claimable again
 
 
 @pytest.mark.slow

@@ -89,6 +89,21 @@ def test_bedrock_as_the_chat_model_grants_converse_on_that_model_only(tmp_path) 
     ]
     endpoints = [resolve_strings(e["Properties"]["ServiceName"]) for e in result.resources("AWS::EC2::VPCEndpoint").values()]
     assert any("bedrock-runtime" in e for e in endpoints)
+    # The backfill's segment and extract stages call the same model.
+    claude = "arn:<AWS::Partition>:bedrock:<AWS::Region>::foundation-model/anthropic.claude-3-5-haiku-20241022-v1:0"
+    for stage in ("segment", "extract"):
+        environment = function_named(result, f"handler.{stage}_handler")["Environment"]["Variables"]
+        assert (environment["RAG_LLM_PROVIDER"], environment["RAG_BEDROCK_CHAT_MODEL"]) == ("bedrock", claude.rpartition("/")[2])
+        assert any(
+            name.startswith(f"Backfill{stage.capitalize()}FunctionRole")
+            and "bedrock:InvokeModel" in as_list(s["Action"])
+            and claude in map(resolve_strings, as_list(s["Resource"]))
+            for name, s in statements(result)
+        ), stage
+    # Only the functions that call it: not ingest, the embed stage or re-embedding.
+    callers = {name.partition("Function")[0] for name, s in statements(result)
+               if claude in map(resolve_strings, as_list(s.get("Resource", [])))}  # fmt: skip
+    assert callers == {"Query", "BackfillSegment", "BackfillExtract"}
 
 
 def test_a_cross_region_inference_profile_grants_the_profile_and_its_model_through_it_only(tmp_path) -> None:

@@ -57,7 +57,7 @@ class ExtractStage(ModelStage):
         changes: list[KnowledgeChange] = []
         # Owners in one form per person: this meeting's speakers first, then the names its project knows.
         people = People.of((turn.speaker for turn in document.turns), known=repository.project_people(conn, document))
-        with_llm = self.settings.llm.provider == "openai"
+        with_llm = self.settings.llm.provider != "none"
         earlier = repository.earlier_open_items(conn, document) if with_llm else []
         # Lines under "## Decisions", "Action items:" ... are items as listed; the extractors read the rest.
         segments = [(segment, stated_items(document, segment)) for segment in repository.load_segments(conn, document)]

@@ -46,7 +46,7 @@ class SegmentStage(ModelStage):
 
     def segments(self, document: ClaimedDocument) -> list[Segment]:
         if document.kind == "transcript" and document.turns:
-            if self.settings.llm.provider == "openai":
+            if self.settings.llm.provider != "none":
                 return segment_with_llm(document, self.settings)
             return segment_by_texttiling(document, self.embedder)
         return segment_by_headings(document)
