@@ -7,7 +7,7 @@ from datetime import date
 import pytest
 
 from rag.backfill.neighbours import restates
-from rag.backfill.rules import classify, due_date, extract_by_rules
+from rag.backfill.rules import classify, classify_with_model, due_date, extract_by_rules
 from rag.backfill.units import Unit
 from rag.people import People
 from tests.backfill.measure_rules_precision import HELD_OUT, SAMPLE, measure, report
@@ -593,6 +593,22 @@ def test_talk_the_classifier_may_read_as_a_task_or_a_decision_is_none(text):
     units = _turns((0, "Helen Marsh", "Good, that's the list."), (1, "Owen Pryce", text))
     people = People.of(["Helen Marsh", "Owen Pryce", "Sam Okafor"])
     assert [i.kind for i in extract_by_rules(units, None, date(2027, 2, 9), people) if i.kind in ("task", "decision")] == []
+
+
+@pytest.mark.parametrize(
+    ("text", "decided"),
+    [
+        ("The publisher agreed £600 for the reprint.", False),  # someone else's decision, reported
+        ("The council agreed to close the road for the weekend.", False),
+        ("The governors agreed in December that we move to a six-period day, and it's on us to make it happen.", False),
+        ("Everyone agreed, we launch on the 4th of March.", True),
+        ("We agreed to go with Coldline as the contractor.", True),
+        ("So that's decided, we go with Hallam for the transformer.", True),
+    ],
+)
+def test_a_decision_someone_else_took_reported_in_the_meeting_is_none_of_its_own(text, decided):
+    found = classify_with_model(text, "Owen Pryce", date(2027, 2, 9), False, True, previous="Where are we on the money?")
+    assert [m.kind for m in found if m.kind == "decision"] == (["decision"] if decided else [])
 
 
 def test_standing_up_or_sitting_down_with_someone_is_work():

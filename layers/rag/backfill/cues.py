@@ -168,6 +168,12 @@ NOT_DECISION = any_of(
     # the call itself: "Fiona's camera is frozen"
     r"\b(?:camera|screen|video|picture|audio|mic|microphone)(?:'s|\s+is|\s+are)\s+(?:\w+\s+)?(?:frozen|stuck|off)\b",
     r"\blet's\s+not\b",
+    # a decision someone else took, reported: "The publisher agreed £600.", "Coldline confirmed the slot the next
+    # morning", "The Transport Committee approved the expansion on 1 April" (not the minutes' "Helen agreed: we ...")
+    r"^(?:(?:the|our|their|his|her)\s+(?:[\w'-]+\s+){0,3}?|(?-i:(?!(?:We|I|You|Everyone|Everybody|All|That|This|It|There|"
+    r"Which|What|Who|Nothing|Everything|Both|Either|Neither|Then|So|Now|Finally)\b)[A-Z][\w-]+(?:\s+[A-Z][\w-]+){0,2})\s+)"
+    r"(?:(?:has|have|had|already|finally|formally|just)\s+)*(?:agreed|approved|confirmed|signed(?:\s+off)?|decided|"
+    r"accepted|voted|granted|ratified)\b(?!\s*[:;])",
     # work called off, which a later meeting's change names: "Honestly, let's drop it.", "That one's off the list."
     r"\b(?:drop(?:ping)?|cancel(?:led|ling)?|forget(?:\s+about)?)\s+(?:it|that|this)\b|\boff\s+(?:the|my|our)\s+list\b|"
     r"\bcan\s+be\s+dropped\b|\bno\s+point\s+\w+ing\b",
