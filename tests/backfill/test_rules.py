@@ -611,6 +611,41 @@ def test_a_decision_someone_else_took_reported_in_the_meeting_is_none_of_its_own
     assert [m.kind for m in found if m.kind == "decision"] == (["decision"] if decided else [])
 
 
+@pytest.mark.parametrize(
+    ("proposal", "decided"),
+    [
+        ("I'd rather we didn't end up in a dispute in the spring.", False),  # a preference
+        ("No point printing the flat-fare artwork now.", False),
+        ("Ten weeks works, and we don't carry the finances worry any more.", False),  # a worry's end
+        ("We award the gritting lot to Northway Highways Services.", True),
+    ],
+)
+def test_agreeing_settles_a_proposal_but_not_a_preference_or_a_worry(proposal, decided):
+    units = _turns((0, "Helen Marsh", proposal), (1, "Owen Pryce", "Agreed."), (2, "Sam Okafor", "Next item."))
+    people = People.of(["Helen Marsh", "Owen Pryce", "Sam Okafor"])
+    found = [i.description for i in extract_by_rules(units, None, date(2027, 2, 9), people) if i.kind == "decision"]
+    assert found == ([proposal] if decided else [])
+
+
+@pytest.mark.parametrize(
+    ("text", "vetoed"),
+    [
+        ("Because his contract came back signed on the twenty-sixth.", True),
+        ("We know how bad it is.", True),
+        ("Nobody's pushing seat deals any more.", True),
+        ("We'll put it first next time.", True),
+        ("We go with Hallam because their slot is earlier.", False),
+        ("We launch on the 4th of March, so nobody books leave that week.", False),
+    ],
+)
+def test_an_explanation_what_is_known_or_the_next_time_is_no_decision(text, vetoed):
+    """What both the patterns and the classifier's decisions are checked against (NOT_DECISION)."""
+    from rag.backfill.cues import NOT_DECISION
+    from rag.backfill.text import clean
+
+    assert (NOT_DECISION.search(clean(text)) is not None) == vetoed
+
+
 def test_standing_up_or_sitting_down_with_someone_is_work():
     units = _turns(
         (0, "Owen Pryce", "I'll stand up a staging tenant in eu-north-1, give me two weeks."),

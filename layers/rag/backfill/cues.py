@@ -168,9 +168,13 @@ NOT_DECISION = any_of(
     # the call itself: "Fiona's camera is frozen"
     r"\b(?:camera|screen|video|picture|audio|mic|microphone)(?:'s|\s+is|\s+are)\s+(?:\w+\s+)?(?:frozen|stuck|off)\b",
     r"\blet's\s+not\b",
+    # an explanation, what is known, what nobody does, the next time: "Because his contract came back signed on the
+    # 26th.", "We know how bad it is.", "Nobody's pushing seat deals any more.", "We'll put it first next time."
+    r"^because\b|^we\s+(?:all\s+)?know\b|^(?:nobody|no\s+one)(?:'s|\s+is|\s+has|\s+wants)\b|\bnext\s+time\b",
     # a decision someone else took, reported: "The publisher agreed £600.", "Coldline confirmed the slot the next
-    # morning", "The Transport Committee approved the expansion on 1 April" (not the minutes' "Helen agreed: we ...")
-    r"^(?:(?:the|our|their|his|her)\s+(?:[\w'-]+\s+){0,3}?|(?-i:(?!(?:We|I|You|Everyone|Everybody|All|That|This|It|There|"
+    # morning", "The publisher of the Proclaimers track agreed £600 for festival use" (not the minutes' "Helen agreed:
+    # we ...")
+    r"^(?:(?:the|our|their|his|her)\s+(?:[\w'-]+\s+){0,5}?|(?-i:(?!(?:We|I|You|Everyone|Everybody|All|That|This|It|There|"
     r"Which|What|Who|Nothing|Everything|Both|Either|Neither|Then|So|Now|Finally)\b)[A-Z][\w-]+(?:\s+[A-Z][\w-]+){0,2})\s+)"
     r"(?:(?:has|have|had|already|finally|formally|just)\s+)*(?:agreed|approved|confirmed|signed(?:\s+off)?|decided|"
     r"accepted|voted|granted|ratified)\b(?!\s*[:;])",

@@ -191,6 +191,12 @@ def classify_with_model(
     return found
 
 
+def _agreeable(proposal: str) -> bool:
+    """Whether agreeing with ``proposal`` settles something: not what no decision is (a preference, watching,
+    running the meeting) nor talk about a risk."""
+    return NOT_DECISION.search(proposal) is None and not about_a_risk(proposal)
+
+
 def _talk_not_work(core: str) -> bool:
     """Talk the classifier may read as a task: asking for an answer now ("Owen, can you take us through the layout?"),
     asking what ("What about the pilot, anything we need to do before the 15th?"), or only the speaker's own future
@@ -273,6 +279,8 @@ def extract_by_rules(
             agreement = match.kind == "decision" and (len(description.split()) <= 2 or AGREES.match(description) is not None)
             if agreement and (first := agreed_proposal(units, position)) < 0:
                 continue  # "Agreed." opening the segment: what it agrees with is not in it
+            if agreement and not _agreeable(clean(units[first].text)):
+                continue  # agreeing with a preference, a worry or its end ("I'd rather we didn't ...", "Agreed.")
             description = clean(units[first].text)  # "Agreed.": what was agreed is said before
             if match.kind == "task":
                 last = task_with_answer(units, position, fields, people, meeting_date, answered)
