@@ -247,3 +247,23 @@ def test_a_200_body_that_is_not_a_converse_response_degrades(corpus, database_ur
     assert (answer.mode, answer.degraded) == ("extractive", "malformed_model_output")
     assert answer.text.startswith("The most relevant passages:") and len(answer.citations) == 3
     assert not replies  # the model was called once
+
+
+def test_a_converse_call_is_made_once_within_the_time_it_is_given(monkeypatch):
+    """No retry past the call's time: a retried throttle or timeout would spend the answer's time twice."""
+    from rag.ask.providers import BedrockChat, ModelUnavailable
+    from rag.config import Settings
+    from tests.artifact.fake_bedrock import FakeBedrock
+
+    for name, value in {"AWS_ACCESS_KEY_ID": "AKIDTEST", "AWS_SECRET_ACCESS_KEY": "test-secret"}.items():
+        monkeypatch.setenv(name, value)
+    with FakeBedrock() as bedrock:
+        monkeypatch.setenv("AWS_ENDPOINT_URL_BEDROCK_RUNTIME", bedrock.url)
+        throttled = (429, b'{"message": "Too many requests, please wait."}', "ThrottlingException")
+        bedrock.converse_responses += [throttled, throttled]
+        chat = BedrockChat(Settings(llm_provider="bedrock", aws_region="us-east-1"))
+
+        with pytest.raises(ModelUnavailable, match="ThrottlingException"):
+            chat.complete("Answer.", [{"role": "user", "content": "battery?"}], [], timeout=5, allow_tools=False)
+
+    assert len(bedrock.requests) == 1

@@ -145,7 +145,7 @@ class BedrockChat:
         import boto3
         from botocore.config import Config
 
-        config = Config(read_timeout=timeout, connect_timeout=min(timeout, 5), retries={"max_attempts": 1})
+        config = Config(read_timeout=timeout, connect_timeout=min(timeout, 5), retries={"total_max_attempts": 1})
         return boto3.client(
             "bedrock-runtime", region_name=self.settings.embedding.bedrock_region or self.settings.aws.region, config=config
         )

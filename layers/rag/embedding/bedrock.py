@@ -58,7 +58,7 @@ class BedrockEmbedder:
         return boto3.client(
             "bedrock-runtime",
             region_name=self.settings.embedding.bedrock_region or self.settings.aws.region,
-            config=Config(retries={"mode": "standard", "max_attempts": self.settings.embedding.max_retries + 1}),
+            config=Config(retries={"mode": "standard", "total_max_attempts": self.settings.embedding.max_retries + 1}),
         )
 
     def count_tokens(self, text: str) -> int:

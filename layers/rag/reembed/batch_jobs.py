@@ -145,7 +145,7 @@ class BedrockBatchJobs:
         return boto3.client(
             "bedrock",
             region_name=self.settings.embedding.bedrock_region or self.settings.aws.region,
-            config=Config(retries={"mode": "standard", "max_attempts": self.settings.embedding.max_retries + 1}),
+            config=Config(retries={"mode": "standard", "total_max_attempts": self.settings.embedding.max_retries + 1}),
         )
 
     def submit(self, run_id: str, manifest: int, model: str, dimension: int) -> str:
