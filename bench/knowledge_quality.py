@@ -492,7 +492,13 @@ def _oracle_server(folders: Sequence[Path], via: str) -> Iterator[Callable[[Any]
             yield lambda settings: settings.with_values(
                 llm_provider="openai", openai_base_url=server.base_url, llm_model="oracle"
             )
-    print(f"  oracle answered {oracle.answered} extraction requests through {via}", flush=True)
+    meetings = sum(len(meeting_files(folder)) for folder in folders)
+    print(
+        f"  oracle answered {oracle.answered} extraction requests through {via}: {oracle.prompt_tokens:,} prompt and"
+        f" {oracle.answer_tokens:,} answer tokens (cl100k), {oracle.prompt_tokens // max(meetings, 1):,} and"
+        f" {oracle.answer_tokens // max(meetings, 1):,} a meeting",
+        flush=True,
+    )
     if not oracle.answered:  # the extract stage ran without the model: its figures would be offline ones
         raise SystemExit("the oracle model was never asked: the extract stage did not get its chat model settings")
 

@@ -70,17 +70,28 @@ class OracleModel:
             if line.strip()
         ]
         self.answered = 0
+        self.prompt_tokens = self.answer_tokens = 0  # what a model would read and write, counted in cl100k tokens
 
     def __call__(self, body: dict[str, Any]) -> dict[str, Any]:
         """An OpenAI chat completion request's answer (the structured output's content)."""
-        return self.answer(body["response_format"]["json_schema"]["name"], body["messages"][1]["content"])
+        system, user = body["messages"][0]["content"], body["messages"][1]["content"]
+        answer = self.answer(body["response_format"]["json_schema"]["name"], user)
+        return self._counted(answer, system, user, json.dumps(body["response_format"]))
 
     def converse(self, body: dict[str, Any]) -> dict[str, Any]:
         """A Bedrock Converse request's answer: the response calling the tool it must call."""
         from tests.artifact.fake_bedrock import FakeBedrock
 
-        schema = body["toolConfig"]["toolChoice"]["tool"]["name"]
-        return FakeBedrock.tool_reply(schema, self.answer(schema, body["messages"][0]["content"][0]["text"]))
+        schema, user = body["toolConfig"]["toolChoice"]["tool"]["name"], body["messages"][0]["content"][0]["text"]
+        answer = self._counted(self.answer(schema, user), body["system"][0]["text"], user, json.dumps(body["toolConfig"]))
+        return FakeBedrock.tool_reply(schema, answer)
+
+    def _counted(self, answer: dict[str, Any], *prompt: str) -> dict[str, Any]:
+        from rag.embedding.tokens import count_cl100k
+
+        self.prompt_tokens += sum(count_cl100k(part) for part in prompt)
+        self.answer_tokens += count_cl100k(json.dumps(answer))
+        return answer
 
     def answer(self, schema: str, prompt: str) -> dict[str, Any]:
         if schema == "ListedDecisionLinks":

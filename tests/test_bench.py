@@ -283,7 +283,10 @@ def test_the_oracle_model_answers_what_the_labels_say_of_the_lines_it_is_shown(t
     oracle = OracleModel([other / "labels.jsonl", tmp_path / "labels.jsonl"])
 
     def ask(prompt):
-        body = {"response_format": {"json_schema": {"name": "ProposedKnowledge"}}, "messages": [{}, {"content": prompt}]}
+        body = {
+            "response_format": {"json_schema": {"name": "ProposedKnowledge"}},
+            "messages": [{"role": "system", "content": "Extract."}, {"content": prompt}],
+        }
         return oracle(body)
 
     kickoff = "Meeting date: 2026-01-12\nSegment: move\n\n[1] Ines: So we move on March 2.\n[2] Ines: Mark, get three quotes."
@@ -292,10 +295,12 @@ def test_the_oracle_model_answers_what_the_labels_say_of_the_lines_it_is_shown(t
     assert [(t["first"], t["assignee"], t["due_date"]) for t in first["tasks"]] == [(2, "Mark Feld", "2026-01-23")]
     assert first["changes"] == []
     # Through Bedrock's Converse: the same answer, as the input of the tool the request makes the model call
-    converse = {"toolConfig": {"toolChoice": {"tool": {"name": "ProposedKnowledge"}}},
+    converse = {"toolConfig": {"toolChoice": {"tool": {"name": "ProposedKnowledge"}}}, "system": [{"text": "Extract."}],
                 "messages": [{"role": "user", "content": [{"text": kickoff}]}]}  # fmt: skip
+    counted = oracle.prompt_tokens
     [block] = oracle.converse(converse)["output"]["message"]["content"]
     assert (block["toolUse"]["name"], block["toolUse"]["input"]) == ("ProposedKnowledge", first)
+    assert oracle.prompt_tokens > counted + 20 and oracle.answer_tokens > 0  # the prompt read, the answer written
     recorded = ask("Items this document already lists under its own headings (do not extract them again):\n"
                    "- decision: We move on March 2.\n\nMeeting date: 2026-01-12\nSegment: move\n\n"
                    "[1] Ines: So we move on March 2.")  # fmt: skip
@@ -313,13 +318,19 @@ def test_the_oracle_model_answers_what_the_labels_say_of_the_lines_it_is_shown(t
     ]  # fmt: skip
     listed = oracle({
         "response_format": {"json_schema": {"name": "ListedDecisionLinks"}},
-        "messages": [{}, {"content": "Earlier items of this project that are still current or open:\n"
-                                     "E1 (decision, 2026-01-12): Move on March 2\n\nMeeting date: 2026-01-26\n"
-                                     "Decisions these notes list:\nL1: Budget stays.\nL2: We go March 16 instead."}],
+        "messages": [{"role": "system", "content": "Link."},
+                     {"content": "Earlier items of this project that are still current or open:\n"
+                                 "E1 (decision, 2026-01-12): Move on March 2\n\nMeeting date: 2026-01-26\n"
+                                 "Decisions these notes list:\nL1: Budget stays.\nL2: We go March 16 instead."}],
     })  # fmt: skip
     assert listed == {"links": [{"listed": "L2", "supersedes": "E1"}]}
     with pytest.raises(ValueError, match="extraction and listed links only"):
-        oracle({"response_format": {"json_schema": {"name": "ProposedSegmentation"}}, "messages": [{}, {"content": ""}]})
+        oracle(
+            {
+                "response_format": {"json_schema": {"name": "ProposedSegmentation"}},
+                "messages": [{"role": "system", "content": "Extract."}, {"content": ""}],
+            }
+        )
 
 
 def test_projects_may_number_their_labels_alike(tmp_path):
