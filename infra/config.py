@@ -68,7 +68,8 @@ class StageConfig:
     reembed_dimension: int | None = None
     llm_provider: LlmProvider = "none"
     llm_model: str = "gpt-4o-mini"
-    # /v1/ask's model with llm_provider bedrock: a model id, or a cross-Region inference profile id (us.anthropic...)
+    # The backfill's and /v1/ask's model with llm_provider bedrock: a model id, or a cross-Region inference profile id
+    # (us.anthropic...).
     bedrock_chat_model: str = "anthropic.claude-3-5-haiku-20241022-v1:0"
     openai_api_key_secret_name: str | None = None  # Secrets Manager name, needed when OpenAI is used
     reranker: Reranker = "none"  # llm needs llm_provider openai; bedrock: the query function calls Rerank

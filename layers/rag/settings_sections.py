@@ -244,7 +244,7 @@ class LlmSettings(BaseSettings):
     bedrock_chat_model: str = Field(
         default="anthropic.claude-3-5-haiku-20241022-v1:0",
         validation_alias=_env("RAG_BEDROCK_CHAT_MODEL"),
-        description="/v1/ask's model with llm.provider bedrock",
+        description="the chat model with llm.provider bedrock: the backfill's and /v1/ask's",
     )
 
 
