@@ -88,9 +88,10 @@ def test_the_tool_schema_has_no_references_and_keeps_every_definition():
 
 def test_text_beside_the_tool_call_is_ignored_and_a_quoted_array_is_read_as_one(stub):
     quoted = '[{"name": "Dana", "team": "Firmware"}]'
-    stub.add_response("converse", reply({"kind": "task", "owners": quoted, "due": None}, text="Here is the answer."))
+    stub.add_response("converse", reply({"kind": "task", "owners": quoted, "due": '["x"]'}, text="Here is the answer."))
 
-    assert ask().owners == [Owner(name="Dana", team="Firmware")]
+    answer = ask()
+    assert answer.owners == [Owner(name="Dana", team="Firmware")] and answer.due == '["x"]'  # a text field stays text
 
 
 @pytest.mark.parametrize(
@@ -102,6 +103,7 @@ def test_text_beside_the_tool_call_is_ignored_and_a_quoted_array_is_read_as_one(
         (reply({"kind": "task"}, name="Other"), "returned no Proposal"),
         (reply({"kind": "idea", "owners": [], "due": None}), "does not fit Proposal"),
         (reply({"kind": "task", "owners": "[not json", "due": None}), "does not fit Proposal"),
+        (reply({"kind": "task", "owners": "[" * 100_000 + "]" * 100_000, "due": None}), "does not fit Proposal"),
         (
             {
                 "output": {"message": {"role": "assistant", "content": [{"text": "I'd rather not."}]}},

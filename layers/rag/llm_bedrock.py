@@ -86,16 +86,26 @@ def tool_answer(name: str, response: Any, response_model: type[Response]) -> Res
 
 def _unquoted(answer: dict[str, Any], response_model: type[BaseModel]) -> dict[str, Any]:
     """The answer with a list or object the model wrote as JSON text read as one: models given a nested schema
-    sometimes quote a whole array (``"tasks": "[{...}]"``). Text that does not parse stays text, for pydantic to refuse."""
+    sometimes quote a whole array (``"tasks": "[{...}]"``). Only fields that hold a list or an object are read; text
+    that does not parse (or nests deeper than the parser goes) stays text, for pydantic to refuse."""
     fixed = dict(answer)
     for field, info in response_model.model_fields.items():
         value = fixed.get(field)
-        if isinstance(value, str) and value.lstrip()[:1] in ("[", "{") and info.annotation is not str:
+        if isinstance(value, str) and _holds_structure(info.annotation):
             try:
                 fixed[field] = json.loads(value)
-            except ValueError:
+            except (ValueError, RecursionError):
                 pass
     return fixed
+
+
+def _holds_structure(annotation: Any) -> bool:
+    """Whether a field annotated ``annotation`` holds a list, a dict or a model (``X | None`` included)."""
+    from typing import get_args, get_origin
+
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return True
+    return get_origin(annotation) in (list, dict) or any(_holds_structure(arg) for arg in get_args(annotation))
 
 
 def tool_schema(response_model: type[BaseModel]) -> dict[str, Any]:
